@@ -1,0 +1,62 @@
+/* derive.h — the derivation of a model as an ordered list of entries, one
+ * per SPEC §3 key, and its output in the four formats of `chetaev derive`.
+ *
+ * The derivation owns nothing itself: expressions and arrays live in the
+ * context. Entries that do not apply (or are not derived yet) are kept with
+ * kind CH_ENTRY_NULL so that every format lists every key. */
+#ifndef CH_DERIVE_H
+#define CH_DERIVE_H
+
+#include "buf.h"
+#include "mech/lagrange.h"
+#include "model.h"
+
+typedef enum {
+    CH_ENTRY_NULL,   /* JSON null */
+    CH_ENTRY_NAME,   /* a string (model name) */
+    CH_ENTRY_NAMES,  /* list of strings */
+    CH_ENTRY_PARAMS, /* parameter names with default values */
+    CH_ENTRY_EXPR,   /* one expression */
+    CH_ENTRY_VECTOR, /* rows expressions */
+    CH_ENTRY_MATRIX  /* rows x cols expressions */
+} ch_entry_kind;
+
+typedef struct {
+    const char *key;    /* SPEC §3 key */
+    const char *title;  /* heading in text and LaTeX */
+    const char *ref;    /* equation in the seeds ("000 eq. 31") or NULL */
+    ch_entry_kind kind;
+    size_t rows, cols;
+    const ch_expr *const *e;
+    const char *const *names;
+    /* Labels of vector entries / matrix rows and columns, e.g. coordinate
+     * names; NULL for plain indices. */
+    const char *const *row_labels, *const *col_labels;
+    const char *symbol;       /* display symbol: "p", "M", "E", ... */
+    const char *note;         /* why an entry is null, for readers */
+} ch_entry;
+
+typedef struct ch_derivation {
+    ch_ctx *ctx;
+    const ch_model *model;
+    ch_lagrange lag;
+    size_t n;
+    ch_entry *entry;
+} ch_derivation;
+
+int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
+              ch_error *err);
+
+/* The entry with this key, or NULL. */
+const ch_entry *ch_derivation_find(const ch_derivation *d, const char *key);
+
+typedef enum {
+    CH_FORMAT_TEXT, CH_FORMAT_LATEX, CH_FORMAT_SYMPY, CH_FORMAT_JSON
+} ch_format;
+
+/* Writes the derivation; `only` is a list of keys (NULL: all). Unknown keys
+ * are a usage error (CH_ERR_USAGE) naming the key and the valid ones. */
+int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
+                        size_t nonly, const char *const *only, ch_error *err);
+
+#endif

@@ -1,0 +1,169 @@
+/* diff.c — one differentiation routine for partial and total derivatives.
+ *
+ * Both follow the same structural rules and differ only at symbols: the
+ * partial derivative by x maps x to 1 and other symbols to 0; the total time
+ * derivative maps a symbol to its `dot`. Results are memoized in the
+ * context, so differentiating a DAG costs one visit per node and shared
+ * subexpressions are differentiated once. */
+#include "diff.h"
+
+#include <stdlib.h>
+
+/* x NULL selects the total time derivative. */
+static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const ch_expr *x);
+
+/* d/dx of b^c (rational c) inside a product: whole * c * b' / b. */
+static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
+                                   const ch_expr *x)
+{
+    const ch_expr **terms = malloc(e->n * sizeof *terms);
+    if (!terms) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const ch_expr *db = deriv(ctx, e->pair[i].e, x);
+        if (!db) {
+            free(terms);
+            return NULL;
+        }
+        if (ch_is_zero(db)) continue;
+        const ch_expr *f[4] = {e, ch_num_q(ctx, e->pair[i].c),
+                               ch_pow_si(ctx, e->pair[i].e, -1), db};
+        terms[n++] = ch_mul_n(ctx, 4, f);
+    }
+    const ch_expr *r = ch_add_n(ctx, n, terms);
+    free(terms);
+    return r;
+}
+
+static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    const ch_expr **terms = malloc(e->n * sizeof *terms);
+    fmpq *c = malloc(e->n * sizeof *c);
+    if (!terms || !c) {
+        free(terms);
+        free(c);
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    for (uint32_t i = 0; i < e->n; i++) {
+        terms[i] = deriv(ctx, e->pair[i].e, x);
+        c[i] = *e->pair[i].c; /* shallow: a read-only view of the coefficient */
+    }
+    const ch_expr *r = ch_lincomb(ctx, NULL, e->n, c, terms);
+    free(terms);
+    free(c);
+    return r;
+}
+
+/* f'(u) for the one-argument functions. */
+static const ch_expr *fun_prime(ch_ctx *ctx, ch_fun f, const ch_expr *u)
+{
+    const ch_expr *one = ch_one(ctx);
+    switch (f) {
+    case CH_F_SIN: return ch_fun1(ctx, CH_F_COS, u);
+    case CH_F_COS: return ch_neg(ctx, ch_fun1(ctx, CH_F_SIN, u));
+    case CH_F_TAN:
+        return ch_add(ctx, one, ch_pow_si(ctx, ch_fun1(ctx, CH_F_TAN, u), 2));
+    case CH_F_ASIN:
+    case CH_F_ACOS: {
+        const ch_expr *r = ch_pow_q(ctx, ch_sub(ctx, one, ch_pow_si(ctx, u, 2)),
+                                    (fmpq[]){{-1, 2}});
+        return f == CH_F_ASIN ? r : ch_neg(ctx, r);
+    }
+    case CH_F_ATAN:
+        return ch_pow_si(ctx, ch_add(ctx, one, ch_pow_si(ctx, u, 2)), -1);
+    case CH_F_SINH: return ch_fun1(ctx, CH_F_COSH, u);
+    case CH_F_COSH: return ch_fun1(ctx, CH_F_SINH, u);
+    case CH_F_TANH:
+        return ch_sub(ctx, one, ch_pow_si(ctx, ch_fun1(ctx, CH_F_TANH, u), 2));
+    case CH_F_EXP: return ch_fun1(ctx, CH_F_EXP, u);
+    case CH_F_LOG: return ch_pow_si(ctx, u, -1);
+    case CH_F_ABS: return ch_div(ctx, u, ch_fun1(ctx, CH_F_ABS, u));
+    default:
+        ch_ctx_fail(ctx, CH_ERR_MATH, "cannot differentiate %s",
+                    ch_fun_name(f));
+        return NULL;
+    }
+}
+
+static const ch_expr *fun_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    if (e->fun == CH_F_ATAN2) { /* d atan2(y, x) = (x dy - y dx)/(x^2+y^2) */
+        const ch_expr *y = e->arg[0], *xx = e->arg[1];
+        const ch_expr *dy = deriv(ctx, y, x), *dx = deriv(ctx, xx, x);
+        const ch_expr *numer = ch_sub(ctx, ch_mul(ctx, xx, dy), ch_mul(ctx, y, dx));
+        const ch_expr *den = ch_add(ctx, ch_pow_si(ctx, xx, 2), ch_pow_si(ctx, y, 2));
+        return ch_div(ctx, numer, den);
+    }
+    const ch_expr *du = deriv(ctx, e->arg[0], x);
+    if (!du) return NULL;
+    if (ch_is_zero(du)) return du;
+    return ch_mul(ctx, fun_prime(ctx, (ch_fun)e->fun, e->arg[0]), du);
+}
+
+/* d(b^g) = b^g (g' log b + g b'/b) */
+static const ch_expr *pow_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    const ch_expr *b = e->arg[0], *g = e->arg[1];
+    const ch_expr *db = deriv(ctx, b, x), *dg = deriv(ctx, g, x);
+    const ch_expr *t1 = ch_mul(ctx, dg, ch_fun1(ctx, CH_F_LOG, b));
+    const ch_expr *t2 = ch_mul(ctx, ch_mul(ctx, g, db), ch_pow_si(ctx, b, -1));
+    if (ch_is_zero(dg)) t1 = ch_zero(ctx);
+    if (ch_is_zero(db)) t2 = ch_zero(ctx);
+    return ch_mul(ctx, e, ch_add(ctx, t1, t2));
+}
+
+static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    if (x) return e == x ? ch_one(ctx) : ch_zero(ctx);
+    if (e->sym->dot) return e->sym->dot;
+    if (e->sym->kind == CH_SYM_ACC) {
+        ch_ctx_fail(ctx, CH_ERR_MATH,
+                    "time derivative of the acceleration %s is not defined",
+                    e->sym->name);
+        return NULL;
+    }
+    return ch_zero(ctx);
+}
+
+static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    if (!e) return NULL;
+    uint64_t mask = x ? 1ULL << (x->sym->sid % 64) : ~0ULL;
+    if (!(e->symmask & mask)) return ch_zero(ctx);
+    if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
+    ch_map *memo = ch_ctx_memo(ctx, x ? CH_MEMO_DIFF : CH_MEMO_DIFF_T);
+    uint64_t key = x ? ((uint64_t)e->id << 32 | x->id) : e->id;
+    const ch_expr *r = ch_map_get(memo, key);
+    if (r) return r;
+    switch (e->kind) {
+    case CH_ADD: r = sum_rule(ctx, e, x); break;
+    case CH_MUL: r = product_rule(ctx, e, x); break;
+    case CH_POW: r = pow_rule(ctx, e, x); break;
+    case CH_FUN: r = fun_rule(ctx, e, x); break;
+    default: r = ch_zero(ctx);
+    }
+    if (r && ch_map_put(memo, key, (void *)r)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return r;
+}
+
+const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
+{
+    if (!e || !sym) return NULL;
+    if (sym->kind != CH_SYM) {
+        ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
+        return NULL;
+    }
+    return deriv(ctx, e, sym);
+}
+
+const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e)
+{
+    return deriv(ctx, e, NULL);
+}

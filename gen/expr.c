@@ -1,0 +1,1372 @@
+/* expr.c — the context, its arena, interning and the canonical constructors.
+ *
+ * A constructor first brings its operands into canonical form in a small
+ * accumulator (collect like terms of a sum, merge powers of a product), then
+ * interns the result: a node is looked up by structural hash in the
+ * context's table and created only when absent. Children are always
+ * interned before their parents, so structural equality of a candidate is a
+ * shallow comparison (kinds, coefficients, child pointers). */
+#include "expr.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ------------------------------------------------------------ */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t size, used;
+    max_align_t data[];
+} chunk;
+
+struct ch_ctx {
+    chunk *chunks;
+    ch_expr **nodes; /* nodes[id - 1] */
+    size_t nnodes, cap_nodes, node_limit;
+    ch_expr **table; /* intern table, open addressing */
+    size_t tcap;
+    ch_sym **syms;
+    size_t nsyms, cap_syms;
+    ch_map sym_by_hash; /* FNV hash of name -> first ch_sym with it */
+    ch_error err;
+    ch_map memo[CH_MEMO_COUNT];
+    const ch_expr *zero, *one;
+};
+
+#define CHUNK_MIN (1u << 16)
+
+void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
+{
+    size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    chunk *c = ctx->chunks;
+    if (!c || c->size - c->used < size) {
+        size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
+        c = malloc(sizeof(chunk) + cap);
+        if (!c) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return NULL;
+        }
+        c->size = cap;
+        c->used = 0;
+        c->next = ctx->chunks;
+        ctx->chunks = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *ch_ctx_strdup(ch_ctx *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = ch_ctx_alloc(ctx, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+const ch_error *ch_ctx_error(const ch_ctx *ctx) { return &ctx->err; }
+
+void ch_ctx_clear_error(ch_ctx *ctx)
+{
+    memset(&ctx->err, 0, sizeof ctx->err);
+}
+
+void ch_ctx_fail(ch_ctx *ctx, ch_status code, const char *fmt, ...)
+{
+    if (ctx->err.code != CH_OK) return; /* keep the first cause */
+    ctx->err.code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err.msg, sizeof ctx->err.msg, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- maps ------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+void ch_map_init(ch_map *m) { memset(m, 0, sizeof *m); }
+
+void ch_map_free(ch_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    ch_map_init(m);
+}
+
+void *ch_map_get(const ch_map *m, uint64_t key)
+{
+    if (!m->cap) return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == key) return m->vals[i];
+        if (m->keys[i] == 0) return NULL;
+    }
+}
+
+static int map_grow(ch_map *m)
+{
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    void **vals = calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -1;
+    }
+    for (size_t j = 0; j < m->cap; j++) {
+        if (!m->keys[j]) continue;
+        size_t i = mix64(m->keys[j]) & (cap - 1);
+        while (keys[i]) i = (i + 1) & (cap - 1);
+        keys[i] = m->keys[j];
+        vals[i] = m->vals[j];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return 0;
+}
+
+int ch_map_put(ch_map *m, uint64_t key, void *val)
+{
+    if (2 * (m->len + 1) > m->cap && map_grow(m)) return -1;
+    size_t mask = m->cap - 1;
+    size_t i = mix64(key) & mask;
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
+    if (!m->keys[i]) m->len++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return 0;
+}
+
+ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which) { return &ctx->memo[which]; }
+
+/* ---- context ---------------------------------------------------------- */
+
+ch_ctx *ch_ctx_new(void)
+{
+    ch_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NULL;
+    ctx->zero = ch_num_si(ctx, 0);
+    ctx->one = ch_num_si(ctx, 1);
+    if (!ctx->zero || !ctx->one) {
+        ch_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void ch_ctx_free(ch_ctx *ctx)
+{
+    if (!ctx) return;
+    for (size_t i = 0; i < ctx->nnodes; i++) {
+        ch_expr *e = ctx->nodes[i];
+        fmpq_clear(e->num);
+        if (e->kind == CH_ADD || e->kind == CH_MUL)
+            for (uint32_t j = 0; j < e->n; j++) fmpq_clear(e->pair[j].c);
+    }
+    free(ctx->nodes);
+    free(ctx->table);
+    free(ctx->syms);
+    ch_map_free(&ctx->sym_by_hash);
+    for (int i = 0; i < CH_MEMO_COUNT; i++) ch_map_free(&ctx->memo[i]);
+    for (chunk *c = ctx->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(ctx);
+}
+
+void ch_ctx_set_node_limit(ch_ctx *ctx, size_t max) { ctx->node_limit = max; }
+size_t ch_ctx_node_limit(const ch_ctx *ctx) { return ctx->node_limit; }
+size_t ch_ctx_nnodes(const ch_ctx *ctx) { return ctx->nnodes; }
+size_t ch_ctx_nsyms(const ch_ctx *ctx) { return ctx->nsyms; }
+
+const ch_sym *ch_ctx_sym(const ch_ctx *ctx, uint32_t sid)
+{
+    return sid < ctx->nsyms ? ctx->syms[sid] : NULL;
+}
+
+const ch_expr *ch_ctx_node(const ch_ctx *ctx, uint32_t id)
+{
+    return id >= 1 && id <= ctx->nnodes ? ctx->nodes[id - 1] : NULL;
+}
+
+const ch_expr *ch_zero(ch_ctx *ctx) { return ctx->zero; }
+const ch_expr *ch_one(ch_ctx *ctx) { return ctx->one; }
+
+/* ---- hashing and interning -------------------------------------------- */
+
+static uint64_t hash_fmpz(const fmpz_t z)
+{
+    if (!COEFF_IS_MPZ(*z)) return mix64((uint64_t)*z);
+    return mix64(fmpz_fdiv_ui(z, 4294967291UL) ^ ((uint64_t)fmpz_sgn(z) << 40)
+                 ^ fmpz_bits(z));
+}
+
+static uint64_t hash_fmpq(const fmpq_t q)
+{
+    return hash_fmpz(fmpq_numref(q)) * 31 + hash_fmpz(fmpq_denref(q));
+}
+
+static uint64_t node_hash(const ch_expr *e)
+{
+    uint64_t h = mix64(((uint64_t)e->kind << 8 | e->fun) ^ (uint64_t)e->n << 16);
+    h = h * 1000003 ^ hash_fmpq(e->num);
+    if (e->sym) h = h * 1000003 ^ mix64(e->sym->sid + 1);
+    for (int i = 0; i < 2; i++)
+        if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
+    if (e->kind == CH_ADD || e->kind == CH_MUL)
+        for (uint32_t i = 0; i < e->n; i++)
+            h = (h * 1000003 ^ mix64(e->pair[i].e->id)) * 31
+                ^ hash_fmpq(e->pair[i].c);
+    return h;
+}
+
+static int node_equal(const ch_expr *a, const ch_expr *b)
+{
+    if (a->hash != b->hash || a->kind != b->kind || a->fun != b->fun
+        || a->n != b->n || a->sym != b->sym || a->arg[0] != b->arg[0]
+        || a->arg[1] != b->arg[1] || !fmpq_equal(a->num, b->num))
+        return 0;
+    if (a->kind == CH_ADD || a->kind == CH_MUL)
+        for (uint32_t i = 0; i < a->n; i++)
+            if (a->pair[i].e != b->pair[i].e
+                || !fmpq_equal(a->pair[i].c, b->pair[i].c))
+                return 0;
+    return 1;
+}
+
+static int table_grow(ch_ctx *ctx)
+{
+    size_t cap = ctx->tcap ? 2 * ctx->tcap : 1024;
+    ch_expr **t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    for (size_t j = 0; j < ctx->tcap; j++) {
+        ch_expr *e = ctx->table[j];
+        if (!e) continue;
+        size_t i = e->hash & (cap - 1);
+        while (t[i]) i = (i + 1) & (cap - 1);
+        t[i] = e;
+    }
+    free(ctx->table);
+    ctx->table = t;
+    ctx->tcap = cap;
+    return 0;
+}
+
+/* A candidate node lives in caller memory with its fmpq fields initialised;
+ * intern either returns the existing equal node (the candidate's fmpq are
+ * left for the caller to clear) or moves the candidate into the arena,
+ * taking ownership of its fmpq contents (the caller's copies are reset). */
+static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
+{
+    uint32_t n = (cand->kind == CH_ADD || cand->kind == CH_MUL) ? cand->n : 0;
+    uint64_t mask = 0;
+    unsigned depth = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        mask |= cand->pair[i].e->symmask;
+        if (cand->pair[i].e->depth > depth) depth = cand->pair[i].e->depth;
+    }
+    for (int i = 0; i < 2; i++)
+        if (cand->arg[i]) {
+            mask |= cand->arg[i]->symmask;
+            if (cand->arg[i]->depth > depth) depth = cand->arg[i]->depth;
+        }
+    if (cand->sym) mask |= 1ULL << (cand->sym->sid % 64);
+    cand->symmask = mask;
+    cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
+    cand->hash = node_hash(cand);
+
+    if (2 * (ctx->nnodes + 1) > ctx->tcap && table_grow(ctx)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t tmask = ctx->tcap - 1;
+    size_t i = cand->hash & tmask;
+    for (; ctx->table[i]; i = (i + 1) & tmask)
+        if (node_equal(ctx->table[i], cand)) return ctx->table[i];
+
+    if (ctx->node_limit && ctx->nnodes >= ctx->node_limit) {
+        ch_ctx_fail(ctx, CH_ERR_LIMIT,
+                    "expression size limit of %zu nodes exceeded",
+                    ctx->node_limit);
+        return NULL;
+    }
+    if (ctx->nnodes == ctx->cap_nodes) {
+        size_t cap = ctx->cap_nodes ? 2 * ctx->cap_nodes : 1024;
+        ch_expr **nodes = realloc(ctx->nodes, cap * sizeof *nodes);
+        if (!nodes) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return NULL;
+        }
+        ctx->nodes = nodes;
+        ctx->cap_nodes = cap;
+    }
+    size_t size = sizeof(ch_expr) + n * sizeof(ch_pair);
+    ch_expr *e = ch_ctx_alloc(ctx, size);
+    if (!e) return NULL;
+    memcpy(e, cand, size);
+    /* The arena copy owns the coefficients now; give the candidate fresh
+     * ones so that the caller's clear does not free them. */
+    fmpq_init(cand->num);
+    for (uint32_t j = 0; j < n; j++) fmpq_init(cand->pair[j].c);
+    e->id = (uint32_t)++ctx->nnodes;
+    ctx->nodes[e->id - 1] = e;
+    ctx->table[i] = e;
+    return e;
+}
+
+/* Candidate nodes of every size come from a malloc'd scratch block. */
+static ch_expr *cand_new(uint32_t npairs)
+{
+    ch_expr *c = calloc(1, sizeof(ch_expr) + npairs * sizeof(ch_pair));
+    if (!c) return NULL;
+    fmpq_init(c->num);
+    for (uint32_t i = 0; i < npairs; i++) fmpq_init(c->pair[i].c);
+    return c;
+}
+
+static void cand_free(ch_expr *c, uint32_t npairs)
+{
+    fmpq_clear(c->num);
+    for (uint32_t i = 0; i < npairs; i++) fmpq_clear(c->pair[i].c);
+    free(c);
+}
+
+/* ---- numbers ---------------------------------------------------------- */
+
+const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v)
+{
+    ch_expr cand;
+    memset(&cand, 0, sizeof cand);
+    cand.kind = CH_NUM;
+    fmpq_init(cand.num);
+    fmpq_set(cand.num, v);
+    const ch_expr *e = intern(ctx, &cand);
+    fmpq_clear(cand.num);
+    return e;
+}
+
+const ch_expr *ch_num_si(ch_ctx *ctx, slong v)
+{
+    fmpq_t q;
+    fmpq_init(q);
+    fmpq_set_si(q, v, 1);
+    const ch_expr *e = ch_num_q(ctx, q);
+    fmpq_clear(q);
+    return e;
+}
+
+const ch_expr *ch_num_frac(ch_ctx *ctx, slong p, slong q)
+{
+    if (q == 0) {
+        ch_ctx_fail(ctx, CH_ERR_MATH, "division by zero");
+        return NULL;
+    }
+    fmpq_t r;
+    fmpq_init(r);
+    fmpz_set_si(fmpq_numref(r), p);
+    fmpz_set_si(fmpq_denref(r), q);
+    fmpq_canonicalise(r);
+    const ch_expr *e = ch_num_q(ctx, r);
+    fmpq_clear(r);
+    return e;
+}
+
+const ch_expr *ch_num_decimal(ch_ctx *ctx, const char *text, size_t len)
+{
+    char *digits = malloc(len + 1);
+    if (!digits) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t nd = 0, i = 0;
+    long frac = 0, exp10 = 0;
+    int seen_dot = 0;
+    for (; i < len && (text[i] == '.' || (text[i] >= '0' && text[i] <= '9'));
+         i++) {
+        if (text[i] == '.') {
+            if (seen_dot) break;
+            seen_dot = 1;
+        } else {
+            digits[nd++] = text[i];
+            frac += seen_dot;
+        }
+    }
+    int ok = nd > 0;
+    if (ok && i < len && (text[i] == 'e' || text[i] == 'E')) {
+        int sign = 1;
+        i++;
+        if (i < len && (text[i] == '+' || text[i] == '-'))
+            sign = text[i++] == '-' ? -1 : 1;
+        ok = i < len;
+        for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
+            if (exp10 < 100000) exp10 = exp10 * 10 + (text[i] - '0');
+        exp10 *= sign;
+    }
+    ok = ok && i == len;
+    digits[nd] = 0;
+    if (!ok) {
+        free(digits);
+        ch_ctx_fail(ctx, CH_ERR_MODEL, "malformed number '%.*s'",
+                    (int)(len < 40 ? len : 40), text);
+        return NULL;
+    }
+    long scale = exp10 - frac;
+    if (scale > 4000 || scale < -4000 || nd > 4000) {
+        free(digits);
+        ch_ctx_fail(ctx, CH_ERR_LIMIT, "number '%.*s' is out of range",
+                    (int)(len < 40 ? len : 40), text);
+        return NULL;
+    }
+    fmpq_t q;
+    fmpz_t p10;
+    fmpq_init(q);
+    fmpz_init(p10);
+    fmpz_set_str(fmpq_numref(q), digits, 10);
+    fmpz_ui_pow_ui(p10, 10, (ulong)(scale < 0 ? -scale : scale));
+    if (scale >= 0)
+        fmpz_mul(fmpq_numref(q), fmpq_numref(q), p10);
+    else
+        fmpz_set(fmpq_denref(q), p10);
+    fmpq_canonicalise(q);
+    const ch_expr *e = ch_num_q(ctx, q);
+    fmpq_clear(q);
+    fmpz_clear(p10);
+    free(digits);
+    return e;
+}
+
+int ch_is_zero(const ch_expr *e)
+{
+    return e && e->kind == CH_NUM && fmpq_is_zero(e->num);
+}
+
+int ch_is_one(const ch_expr *e)
+{
+    return e && e->kind == CH_NUM && fmpq_is_one(e->num);
+}
+
+int ch_is_int(const ch_expr *e)
+{
+    return e && e->kind == CH_NUM && fmpz_is_one(fmpq_denref(e->num));
+}
+
+/* ---- symbols ---------------------------------------------------------- */
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+const ch_expr *ch_symbol_find(const ch_ctx *ctx, const char *name)
+{
+    ch_sym *s = ch_map_get(&ctx->sym_by_hash, str_hash(name));
+    if (s && strcmp(s->name, name) == 0) return s->node;
+    if (!s) return NULL;
+    for (size_t i = 0; i < ctx->nsyms; i++) /* hash collision: rare */
+        if (strcmp(ctx->syms[i]->name, name) == 0) return ctx->syms[i]->node;
+    return NULL;
+}
+
+const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
+                         const char *base, int order, int index)
+{
+    const ch_expr *found = ch_symbol_find(ctx, name);
+    if (found) return found;
+    if (ctx->nsyms == ctx->cap_syms) {
+        size_t cap = ctx->cap_syms ? 2 * ctx->cap_syms : 64;
+        ch_sym **syms = realloc(ctx->syms, cap * sizeof *syms);
+        if (!syms) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return NULL;
+        }
+        ctx->syms = syms;
+        ctx->cap_syms = cap;
+    }
+    ch_sym *s = ch_ctx_alloc(ctx, sizeof *s);
+    if (!s) return NULL;
+    s->name = ch_ctx_strdup(ctx, name);
+    s->base = ch_ctx_strdup(ctx, base ? base : name);
+    if (!s->name || !s->base) return NULL;
+    s->order = order;
+    s->kind = kind;
+    s->index = index;
+    s->sid = (uint32_t)ctx->nsyms;
+
+    ch_expr cand;
+    memset(&cand, 0, sizeof cand);
+    cand.kind = CH_SYM;
+    cand.sym = s;
+    fmpq_init(cand.num);
+    const ch_expr *e = intern(ctx, &cand);
+    fmpq_clear(cand.num);
+    if (!e) return NULL;
+    s->node = e;
+    if (kind == CH_SYM_TIME) s->dot = ctx->one;
+    ctx->syms[ctx->nsyms++] = s;
+    uint64_t h = str_hash(name);
+    if (!ch_map_get(&ctx->sym_by_hash, h)
+        && ch_map_put(&ctx->sym_by_hash, h, s)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return e;
+}
+
+void ch_symbol_set_dot(ch_ctx *ctx, const ch_expr *sym, const ch_expr *dot)
+{
+    (void)ctx;
+    if (sym && sym->kind == CH_SYM) ((ch_sym *)sym->sym)->dot = dot;
+}
+
+const ch_expr *ch_pi(ch_ctx *ctx)
+{
+    return ch_symbol(ctx, "pi", CH_SYM_PI, NULL, 0, -1);
+}
+
+/* ---- accumulators ----------------------------------------------------- */
+
+/* Pairs under construction: an unsorted growable array of (node, rational). */
+typedef struct {
+    fmpq_t num;  /* constant of a sum, coefficient of a product */
+    ch_pair *p;
+    size_t n, cap;
+    int failed;
+} acc;
+
+static void acc_init(acc *a, slong num)
+{
+    fmpq_init(a->num);
+    fmpq_set_si(a->num, num, 1);
+    a->p = NULL;
+    a->n = a->cap = 0;
+    a->failed = 0;
+}
+
+static void acc_clear(acc *a)
+{
+    fmpq_clear(a->num);
+    for (size_t i = 0; i < a->n; i++) fmpq_clear(a->p[i].c);
+    free(a->p);
+}
+
+static void acc_push(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t c)
+{
+    if (!e) {
+        a->failed = 1;
+        return;
+    }
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 8;
+        ch_pair *p = realloc(a->p, cap * sizeof *p);
+        if (!p) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            a->failed = 1;
+            return;
+        }
+        a->p = p;
+        a->cap = cap;
+    }
+    a->p[a->n].e = e;
+    fmpq_init(a->p[a->n].c);
+    fmpq_set(a->p[a->n].c, c);
+    a->n++;
+}
+
+static int pair_cmp(const void *x, const void *y)
+{
+    uint32_t a = ((const ch_pair *)x)->e->id, b = ((const ch_pair *)y)->e->id;
+    return (a > b) - (a < b);
+}
+
+/* Sorts by node id, adds the rationals of equal nodes, drops zeros. */
+static void acc_normalize(acc *a)
+{
+    if (a->n > 1) qsort(a->p, a->n, sizeof *a->p, pair_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (w > 0 && a->p[w - 1].e == a->p[i].e) {
+            fmpq_add(a->p[w - 1].c, a->p[w - 1].c, a->p[i].c);
+            fmpq_clear(a->p[i].c);
+            continue;
+        }
+        if (w > 0 && fmpq_is_zero(a->p[w - 1].c)) {
+            fmpq_clear(a->p[w - 1].c);
+            w--;
+        }
+        a->p[w++] = a->p[i];
+    }
+    if (w > 0 && fmpq_is_zero(a->p[w - 1].c)) {
+        fmpq_clear(a->p[w - 1].c);
+        w--;
+    }
+    a->n = w;
+}
+
+/* Interns an ADD or MUL from canonical pairs (no collapsing here). */
+static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
+                                   const fmpq_t num, size_t n,
+                                   const ch_pair *p)
+{
+    ch_expr *cand = cand_new((uint32_t)n);
+    if (!cand) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    cand->kind = (uint8_t)kind;
+    cand->n = (uint32_t)n;
+    fmpq_set(cand->num, num);
+    for (size_t i = 0; i < n; i++) {
+        cand->pair[i].e = p[i].e;
+        fmpq_set(cand->pair[i].c, p[i].c);
+    }
+    const ch_expr *e = intern(ctx, cand);
+    cand_free(cand, (uint32_t)n);
+    return e;
+}
+
+static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
+                                const ch_expr *sum);
+
+/* coef * prod(p^c) from canonical factors, with the collapsing rules. */
+static const ch_expr *mul_from_pairs(ch_ctx *ctx, const fmpq_t coef,
+                                     size_t n, const ch_pair *p)
+{
+    if (fmpq_is_zero(coef)) return ctx->zero;
+    if (n == 0) return ch_num_q(ctx, coef);
+    if (n == 1 && fmpq_is_one(p[0].c)) {
+        if (fmpq_is_one(coef)) return p[0].e;
+        if (p[0].e->kind == CH_ADD) return scale_add(ctx, coef, p[0].e);
+    }
+    return intern_pairs(ctx, CH_MUL, coef, n, p);
+}
+
+/* c * term for a term that may stand in a sum (never NUM or ADD). */
+static const ch_expr *scale_term(ch_ctx *ctx, const fmpq_t c,
+                                 const ch_expr *term)
+{
+    if (fmpq_is_one(c)) return term;
+    if (term->kind == CH_MUL) return mul_from_pairs(ctx, c, term->n, term->pair);
+    ch_pair one;
+    one.e = term;
+    fmpq_init(one.c);
+    fmpq_one(one.c);
+    const ch_expr *e = mul_from_pairs(ctx, c, 1, &one);
+    fmpq_clear(one.c);
+    return e;
+}
+
+/* The term of a sum that carries the product's coefficient separately. */
+static const ch_expr *mul_rest(ch_ctx *ctx, const ch_expr *mul)
+{
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    const ch_expr *e = mul_from_pairs(ctx, one, mul->n, mul->pair);
+    fmpq_clear(one);
+    return e;
+}
+
+/* ---- sums ------------------------------------------------------------- */
+
+static void add_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t m)
+{
+    if (!e) {
+        a->failed = 1;
+        return;
+    }
+    fmpq_t c;
+    fmpq_init(c);
+    switch (e->kind) {
+    case CH_NUM:
+        fmpq_addmul(a->num, m, e->num);
+        break;
+    case CH_ADD:
+        fmpq_addmul(a->num, m, e->num);
+        for (uint32_t i = 0; i < e->n; i++) {
+            fmpq_mul(c, m, e->pair[i].c);
+            acc_push(ctx, a, e->pair[i].e, c);
+        }
+        break;
+    case CH_MUL:
+        if (!fmpq_is_one(e->num)) {
+            fmpq_mul(c, m, e->num);
+            acc_push(ctx, a, mul_rest(ctx, e), c);
+            break;
+        }
+        /* fall through */
+    default:
+        acc_push(ctx, a, e, m);
+    }
+    fmpq_clear(c);
+}
+
+static const ch_expr *add_build(ch_ctx *ctx, acc *a)
+{
+    const ch_expr *e = NULL;
+    if (a->failed) goto out;
+    acc_normalize(a);
+    if (a->n == 0)
+        e = ch_num_q(ctx, a->num);
+    else if (a->n == 1 && fmpq_is_zero(a->num))
+        e = scale_term(ctx, a->p[0].c, a->p[0].e);
+    else
+        e = intern_pairs(ctx, CH_ADD, a->num, a->n, a->p);
+out:
+    acc_clear(a);
+    return e;
+}
+
+static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
+                                const ch_expr *sum)
+{
+    acc a;
+    acc_init(&a, 0);
+    add_into(ctx, &a, sum, c);
+    return add_build(ctx, &a);
+}
+
+const ch_expr *ch_lincomb(ch_ctx *ctx, const fmpq_t c0, size_t n,
+                          const fmpq *c, const ch_expr *const *e)
+{
+    acc a;
+    acc_init(&a, 0);
+    if (c0) fmpq_set(a.num, c0);
+    for (size_t i = 0; i < n; i++) add_into(ctx, &a, e[i], c + i);
+    return add_build(ctx, &a);
+}
+
+const ch_expr *ch_add_n(ch_ctx *ctx, size_t n, const ch_expr *const *terms)
+{
+    acc a;
+    fmpq_t one;
+    acc_init(&a, 0);
+    fmpq_init(one);
+    fmpq_one(one);
+    for (size_t i = 0; i < n; i++) add_into(ctx, &a, terms[i], one);
+    fmpq_clear(one);
+    return add_build(ctx, &a);
+}
+
+const ch_expr *ch_add(ch_ctx *ctx, const ch_expr *a, const ch_expr *b)
+{
+    const ch_expr *t[2] = {a, b};
+    return ch_add_n(ctx, 2, t);
+}
+
+const ch_expr *ch_scale(ch_ctx *ctx, const fmpq_t c, const ch_expr *e)
+{
+    acc a;
+    acc_init(&a, 0);
+    add_into(ctx, &a, e, c);
+    return add_build(ctx, &a);
+}
+
+const ch_expr *ch_scale_si(ch_ctx *ctx, slong c, const ch_expr *e)
+{
+    fmpq_t q;
+    fmpq_init(q);
+    fmpq_set_si(q, c, 1);
+    const ch_expr *r = ch_scale(ctx, q, e);
+    fmpq_clear(q);
+    return r;
+}
+
+const ch_expr *ch_neg(ch_ctx *ctx, const ch_expr *e)
+{
+    return ch_scale_si(ctx, -1, e);
+}
+
+const ch_expr *ch_sub(ch_ctx *ctx, const ch_expr *a, const ch_expr *b)
+{
+    return ch_add(ctx, a, ch_neg(ctx, b));
+}
+
+/* ---- products and powers ---------------------------------------------- */
+
+static int is_integer(const fmpq_t q) { return fmpz_is_one(fmpq_denref(q)); }
+
+/* Exponents beyond this (in bits of the result) are refused: x^(10^9)
+ * with a numeric base would exhaust memory. */
+#define MAX_POW_BITS 100000
+
+static void mul_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t r);
+
+/* Pushes the factor z^f (0 < f < 1) for an integer z > 1, or multiplies
+ * the coefficient when it is exact. */
+static void prime_power_into(ch_ctx *ctx, acc *a, const fmpz_t z,
+                             const fmpq_t f)
+{
+    fmpz_t fl, t;
+    fmpq_t frac, zq;
+    fmpz_init(fl);
+    fmpz_init(t);
+    fmpq_init(frac);
+    fmpq_init(zq);
+    fmpz_fdiv_q(fl, fmpq_numref(f), fmpq_denref(f));
+    fmpq_sub_fmpz(frac, f, fl);
+    fmpz_pow_ui(t, z, fmpz_get_ui(fl));
+    fmpz_mul(fmpq_numref(a->num), fmpq_numref(a->num), t);
+    fmpq_canonicalise(a->num);
+    if (!fmpq_is_zero(frac)) {
+        fmpz_set(fmpq_numref(zq), z);
+        acc_push(ctx, a, ch_num_q(ctx, zq), frac);
+    }
+    fmpz_clear(fl);
+    fmpz_clear(t);
+    fmpq_clear(frac);
+    fmpq_clear(zq);
+}
+
+/* a->num *= z^f for an integer z > 1 and 0 < f < 1. Canonical: z is
+ * factored and every prime's power split into an integer part (into the
+ * coefficient) and a fractional one, so sqrt(8) is 2*sqrt(2) and
+ * sqrt(2)*sqrt(3) equals sqrt(6). Integers too large to factor quickly
+ * stay whole. */
+static void int_root_into(ch_ctx *ctx, acc *a, const fmpz_t z, const fmpq_t f)
+{
+    if (fmpz_is_one(z)) return;
+    if (fmpz_bits(z) > 64) {
+        fmpq_t zq;
+        fmpq_init(zq);
+        fmpz_set(fmpq_numref(zq), z);
+        acc_push(ctx, a, ch_num_q(ctx, zq), f);
+        fmpq_clear(zq);
+        return;
+    }
+    fmpz_factor_t fac;
+    fmpq_t g;
+    fmpz_factor_init(fac);
+    fmpq_init(g);
+    fmpz_factor(fac, z);
+    for (slong i = 0; i < fac->num; i++) {
+        fmpq_mul_ui(g, f, fac->exp[i]);
+        prime_power_into(ctx, a, fac->p + i, g);
+    }
+    fmpz_factor_clear(fac);
+    fmpq_clear(g);
+}
+
+/* a->num *= v^r for a rational v. Canonical result: positive integer bases
+ * greater than 1 with exponents in (0, 1); negative bases keep their
+ * non-integer exponent as a factor (the value is undefined in the reals). */
+static void num_pow_into(ch_ctx *ctx, acc *a, const fmpq_t v, const fmpq_t r)
+{
+    if (fmpq_is_zero(v)) {
+        if (fmpq_sgn(r) < 0) {
+            ch_ctx_fail(ctx, CH_ERR_MATH, "division by zero");
+            a->failed = 1;
+        } else if (!fmpq_is_zero(r)) {
+            fmpq_zero(a->num);
+        }
+        return;
+    }
+    if (fmpq_is_one(v)) return;
+    if (fmpz_bits(fmpq_numref(r)) > 40) goto too_big;
+    fmpz_t fl;
+    fmpq_t frac, t;
+    fmpz_init(fl);
+    fmpq_init(frac);
+    fmpq_init(t);
+    fmpz_fdiv_q(fl, fmpq_numref(r), fmpq_denref(r));
+    fmpq_sub_fmpz(frac, r, fl);
+    slong bits = (slong)(fmpz_bits(fmpq_numref(v)) + fmpz_bits(fmpq_denref(v)));
+    if (!fmpq_is_zero(frac) && fmpq_sgn(v) < 0) {
+        acc_push(ctx, a, ch_num_q(ctx, v), r);
+    } else if (bits * fmpz_get_si(fl) > MAX_POW_BITS
+               || bits * fmpz_get_si(fl) < -MAX_POW_BITS) {
+        fmpz_clear(fl);
+        fmpq_clear(frac);
+        fmpq_clear(t);
+        goto too_big;
+    } else {
+        fmpq_pow_si(t, v, fmpz_get_si(fl));
+        fmpq_mul(a->num, a->num, t);
+        if (!fmpq_is_zero(frac)) {
+            /* (n/d)^f = n^f * d^(1-f) / d */
+            fmpq_t g;
+            fmpq_init(g);
+            fmpq_one(g);
+            fmpq_sub(g, g, frac);
+            fmpz_mul(fmpq_denref(a->num), fmpq_denref(a->num), fmpq_denref(v));
+            fmpq_canonicalise(a->num);
+            int_root_into(ctx, a, fmpq_numref(v), frac);
+            int_root_into(ctx, a, fmpq_denref(v), g);
+            fmpq_clear(g);
+        }
+    }
+    fmpz_clear(fl);
+    fmpq_clear(frac);
+    fmpq_clear(t);
+    return;
+too_big:
+    ch_ctx_fail(ctx, CH_ERR_LIMIT, "numeric power too large");
+    a->failed = 1;
+}
+
+/* Pushes base^r where base is a MUL with coefficient 1 and a non-integer r:
+ * (x^a)^r = x^(a r) unless a is an even integer ((x^2)^(1/2) is |x|). */
+static void single_pow_into(ch_ctx *ctx, acc *a, const ch_expr *e,
+                            const fmpq_t r)
+{
+    if (e->kind == CH_MUL && e->n == 1 && fmpq_is_one(e->num)) {
+        const fmpq *ex = e->pair[0].c;
+        if (!(is_integer(ex) && fmpz_is_even(fmpq_numref(ex)))) {
+            fmpq_t c;
+            fmpq_init(c);
+            fmpq_mul(c, ex, r);
+            acc_push(ctx, a, e->pair[0].e, c);
+            fmpq_clear(c);
+            return;
+        }
+    }
+    acc_push(ctx, a, e, r);
+}
+
+/* A sum as a factor is made primitive: its leading coefficient (first term
+ * in canonical order) moves to the product, so that 2*(x + 2)*y and
+ * (2*x + 4)*y are one node. For a non-integer exponent only the magnitude
+ * moves: (-x - y)^(1/2) is not -(x + y)^(1/2). */
+static void add_factor_into(ch_ctx *ctx, acc *a, const ch_expr *e,
+                            const fmpq_t r)
+{
+    fmpq_t c, inv;
+    fmpq_init(c);
+    fmpq_init(inv);
+    fmpq_set(c, e->pair[0].c);
+    if (!is_integer(r)) fmpq_abs(c, c);
+    if (fmpq_is_one(c)) {
+        acc_push(ctx, a, e, r);
+    } else {
+        fmpq_inv(inv, c);
+        num_pow_into(ctx, a, c, r);
+        acc_push(ctx, a, scale_add(ctx, inv, e), r);
+    }
+    fmpq_clear(c);
+    fmpq_clear(inv);
+}
+
+static void mul_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t r)
+{
+    if (!e) {
+        a->failed = 1;
+        return;
+    }
+    if (e->kind == CH_NUM) {
+        num_pow_into(ctx, a, e->num, r);
+        return;
+    }
+    if (e->kind == CH_ADD) {
+        add_factor_into(ctx, a, e, r);
+        return;
+    }
+    if (e->kind != CH_MUL) {
+        acc_push(ctx, a, e, r);
+        return;
+    }
+    if (is_integer(r)) {
+        num_pow_into(ctx, a, e->num, r);
+        fmpq_t c;
+        fmpq_init(c);
+        for (uint32_t i = 0; i < e->n; i++) {
+            fmpq_mul(c, e->pair[i].c, r);
+            acc_push(ctx, a, e->pair[i].e, c);
+        }
+        fmpq_clear(c);
+    } else if (fmpq_sgn(e->num) > 0) {
+        /* (c * rest)^r = c^r * rest^r for c > 0 */
+        num_pow_into(ctx, a, e->num, r);
+        single_pow_into(ctx, a, mul_rest(ctx, e), r);
+    } else {
+        acc_push(ctx, a, e, r);
+    }
+}
+
+/* After merging, a numeric base may have reached an integer exponent
+ * (2^(1/2) * 2^(1/2)) and a product base an integer one ((x y)^(1/2)
+ * squared): such factors are folded again until none is left. */
+static int needs_refold(const ch_pair *p)
+{
+    if (p->e->kind == CH_NUM)
+        return is_integer(p->c)
+            || (fmpq_sgn(p->e->num) > 0
+                && (fmpq_sgn(p->c) < 0 || fmpz_cmp(fmpq_numref(p->c),
+                                                   fmpq_denref(p->c)) > 0));
+    return p->e->kind == CH_MUL && is_integer(p->c);
+}
+
+static const ch_expr *mul_build(ch_ctx *ctx, acc *a)
+{
+    const ch_expr *e = NULL;
+    for (int round = 0; !a->failed; round++) {
+        acc_normalize(a);
+        size_t w = 0, nre = 0;
+        ch_pair *re = NULL;
+        for (size_t i = 0; i < a->n; i++) {
+            if (round < 16 && needs_refold(&a->p[i])) {
+                if (!re) re = malloc(a->n * sizeof *re);
+                if (!re) {
+                    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+                    a->failed = 1;
+                    break;
+                }
+                re[nre++] = a->p[i];
+            } else {
+                a->p[w++] = a->p[i];
+            }
+        }
+        a->n = w;
+        for (size_t i = 0; i < nre; i++) {
+            mul_into(ctx, a, re[i].e, re[i].c);
+            fmpq_clear(re[i].c);
+        }
+        free(re);
+        if (!nre || a->failed) break;
+    }
+    if (!a->failed) e = mul_from_pairs(ctx, a->num, a->n, a->p);
+    acc_clear(a);
+    return e;
+}
+
+const ch_expr *ch_mul_n(ch_ctx *ctx, size_t n, const ch_expr *const *factors)
+{
+    acc a;
+    fmpq_t one;
+    acc_init(&a, 1);
+    fmpq_init(one);
+    fmpq_one(one);
+    for (size_t i = 0; i < n; i++) mul_into(ctx, &a, factors[i], one);
+    fmpq_clear(one);
+    return mul_build(ctx, &a);
+}
+
+const ch_expr *ch_mul(ch_ctx *ctx, const ch_expr *a, const ch_expr *b)
+{
+    const ch_expr *f[2] = {a, b};
+    return ch_mul_n(ctx, 2, f);
+}
+
+const ch_expr *ch_pow_q(ch_ctx *ctx, const ch_expr *base, const fmpq_t r)
+{
+    if (!base) return NULL;
+    if (fmpq_is_zero(r)) return ctx->one;
+    acc a;
+    acc_init(&a, 1);
+    mul_into(ctx, &a, base, r);
+    return mul_build(ctx, &a);
+}
+
+const ch_expr *ch_pow_si(ch_ctx *ctx, const ch_expr *base, slong r)
+{
+    fmpq_t q;
+    fmpq_init(q);
+    fmpq_set_si(q, r, 1);
+    const ch_expr *e = ch_pow_q(ctx, base, q);
+    fmpq_clear(q);
+    return e;
+}
+
+const ch_expr *ch_sqrt(ch_ctx *ctx, const ch_expr *a)
+{
+    fmpq_t q;
+    fmpq_init(q);
+    fmpq_set_si(q, 1, 2);
+    const ch_expr *e = ch_pow_q(ctx, a, q);
+    fmpq_clear(q);
+    return e;
+}
+
+const ch_expr *ch_div(ch_ctx *ctx, const ch_expr *a, const ch_expr *b)
+{
+    if (ch_is_zero(b)) {
+        ch_ctx_fail(ctx, CH_ERR_MATH, "division by zero");
+        return NULL;
+    }
+    return ch_mul(ctx, a, ch_pow_si(ctx, b, -1));
+}
+
+const ch_expr *ch_pow(ch_ctx *ctx, const ch_expr *base, const ch_expr *ex)
+{
+    if (!base || !ex) return NULL;
+    if (ex->kind == CH_NUM) return ch_pow_q(ctx, base, ex->num);
+    if (ch_is_one(base)) return ctx->one;
+    ch_expr cand;
+    memset(&cand, 0, sizeof cand);
+    cand.kind = CH_POW;
+    cand.n = 2;
+    cand.arg[0] = base;
+    cand.arg[1] = ex;
+    fmpq_init(cand.num);
+    const ch_expr *e = intern(ctx, &cand);
+    fmpq_clear(cand.num);
+    return e;
+}
+
+/* ---- functions -------------------------------------------------------- */
+
+static const char *const fun_names[CH_F_COUNT] = {
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "tanh", "exp", "log", "abs"};
+
+const char *ch_fun_name(ch_fun f)
+{
+    return (unsigned)f < CH_F_COUNT ? fun_names[f] : "?";
+}
+
+int ch_fun_lookup(const char *name)
+{
+    for (int i = 0; i < CH_F_COUNT; i++)
+        if (strcmp(fun_names[i], name) == 0) return i;
+    return -1;
+}
+
+/* The canonical sign of an expression: -u is "negative" when its leading
+ * coefficient (first term by canonical order) is negative. Exactly one of
+ * u and -u is negative, so f(-u) = -f(u) can be normalised on it. */
+static int is_negative(const ch_expr *e)
+{
+    switch (e->kind) {
+    case CH_NUM:
+    case CH_MUL: return fmpq_sgn(e->num) < 0;
+    case CH_ADD: return fmpq_sgn(e->pair[0].c) < 0;
+    default: return 0;
+    }
+}
+
+/* sin(j pi/12) for the j (mod 24) where it is a simple radical. */
+static const ch_expr *sin_pi_twelfths(ch_ctx *ctx, long j)
+{
+    j = ((j % 24) + 24) % 24;
+    int sign = 1;
+    if (j >= 12) {
+        sign = -1;
+        j -= 12;
+    }
+    if (j > 6) j = 12 - j;
+    const ch_expr *v;
+    switch (j) {
+    case 0: v = ctx->zero; break;
+    case 2: v = ch_num_frac(ctx, 1, 2); break;
+    case 3: v = ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_sqrt(ctx, ch_num_si(ctx, 2))); break;
+    case 4: v = ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_sqrt(ctx, ch_num_si(ctx, 3))); break;
+    case 6: v = ctx->one; break;
+    default: return NULL;
+    }
+    return sign < 0 ? ch_neg(ctx, v) : v;
+}
+
+/* For arguments c*pi with 12c an integer, the exact sine/cosine or NULL. */
+static const ch_expr *trig_at_pi(ch_ctx *ctx, ch_fun f, const ch_expr *a)
+{
+    const ch_expr *pi = ch_symbol_find(ctx, "pi");
+    if (!pi || (f != CH_F_SIN && f != CH_F_COS)) return NULL;
+    fmpq_t c;
+    fmpq_init(c);
+    if (a == pi)
+        fmpq_one(c);
+    else if (a->kind == CH_MUL && a->n == 1 && a->pair[0].e == pi
+             && fmpq_is_one(a->pair[0].c))
+        fmpq_set(c, a->num);
+    else {
+        fmpq_clear(c);
+        return NULL;
+    }
+    fmpz_t j;
+    fmpz_init(j);
+    fmpz_mul_ui(j, fmpq_numref(c), 12);
+    const ch_expr *r = NULL;
+    if (fmpz_divisible(j, fmpq_denref(c))) {
+        fmpz_divexact(j, j, fmpq_denref(c));
+        long jj = (long)fmpz_fdiv_ui(j, 24);
+        r = sin_pi_twelfths(ctx, f == CH_F_SIN ? jj : jj + 6);
+    }
+    fmpz_clear(j);
+    fmpq_clear(c);
+    return r;
+}
+
+static const ch_expr *intern_fun(ch_ctx *ctx, ch_fun f, const ch_expr *a,
+                                 const ch_expr *b)
+{
+    ch_expr cand;
+    memset(&cand, 0, sizeof cand);
+    cand.kind = CH_FUN;
+    cand.fun = (uint8_t)f;
+    cand.n = b ? 2 : 1;
+    cand.arg[0] = a;
+    cand.arg[1] = b;
+    fmpq_init(cand.num);
+    const ch_expr *e = intern(ctx, &cand);
+    fmpq_clear(cand.num);
+    return e;
+}
+
+/* Values at 0 of the functions that vanish or are 1 there (-1: none). */
+static int value_at_zero(ch_fun f)
+{
+    switch (f) {
+    case CH_F_SIN: case CH_F_TAN: case CH_F_ASIN: case CH_F_ATAN:
+    case CH_F_SINH: case CH_F_TANH: case CH_F_ABS: return 0;
+    case CH_F_COS: case CH_F_COSH: case CH_F_EXP: return 1;
+    default: return -1;
+    }
+}
+
+static int is_odd(ch_fun f)
+{
+    return f == CH_F_SIN || f == CH_F_TAN || f == CH_F_ASIN || f == CH_F_ATAN
+        || f == CH_F_SINH || f == CH_F_TANH;
+}
+
+static int is_even(ch_fun f)
+{
+    return f == CH_F_COS || f == CH_F_COSH || f == CH_F_ABS;
+}
+
+const ch_expr *ch_fun1(ch_ctx *ctx, ch_fun f, const ch_expr *a)
+{
+    if (!a) return NULL;
+    if ((unsigned)f >= CH_F_COUNT || f == CH_F_ATAN2) {
+        ch_ctx_fail(ctx, CH_ERR_MATH, "bad function");
+        return NULL;
+    }
+    if (ch_is_zero(a) && value_at_zero(f) >= 0)
+        return ch_num_si(ctx, value_at_zero(f));
+    if (f == CH_F_LOG && ch_is_one(a)) return ctx->zero;
+    if (f == CH_F_ACOS && ch_is_zero(a))
+        return ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_pi(ctx));
+    if (f == CH_F_ABS && a->kind == CH_NUM) {
+        fmpq_t v;
+        fmpq_init(v);
+        fmpq_abs(v, a->num);
+        const ch_expr *e = ch_num_q(ctx, v);
+        fmpq_clear(v);
+        return e;
+    }
+    if (f == CH_F_LOG && a->kind == CH_FUN && a->fun == CH_F_EXP)
+        return a->arg[0];
+    if (f == CH_F_EXP && a->kind == CH_FUN && a->fun == CH_F_LOG)
+        return a->arg[0];
+    if (f == CH_F_ABS && a->kind == CH_FUN && a->fun == CH_F_ABS) return a;
+    const ch_expr *exact = trig_at_pi(ctx, f, a);
+    if (exact) return exact;
+    if (is_negative(a) && (is_odd(f) || is_even(f))) {
+        const ch_expr *pos = ch_fun1(ctx, f, ch_neg(ctx, a));
+        return is_odd(f) ? ch_neg(ctx, pos) : pos;
+    }
+    return intern_fun(ctx, f, a, NULL);
+}
+
+const ch_expr *ch_atan2(ch_ctx *ctx, const ch_expr *y, const ch_expr *x)
+{
+    if (!y || !x) return NULL;
+    if (ch_is_zero(y) && x->kind == CH_NUM && fmpq_sgn(x->num) > 0)
+        return ctx->zero;
+    return intern_fun(ctx, CH_F_ATAN2, y, x);
+}
+
+/* ---- inspection ------------------------------------------------------- */
+
+const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
+{
+    if (!e) return NULL;
+    if (e->kind == CH_NUM) {
+        fmpq_set(c, e->num);
+        return ctx->one;
+    }
+    if (e->kind == CH_MUL) {
+        fmpq_set(c, e->num);
+        return mul_rest(ctx, e);
+    }
+    fmpq_one(c);
+    return e;
+}
+
+static int nchildren(const ch_expr *e)
+{
+    if (e->kind == CH_ADD || e->kind == CH_MUL) return (int)e->n;
+    if (e->kind == CH_FUN || e->kind == CH_POW) return (int)e->n;
+    return 0;
+}
+
+static const ch_expr *child(const ch_expr *e, int i)
+{
+    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
+}
+
+/* Depth-first search with a visited set; pred decides at leaves. */
+static int any_sym(const ch_expr *e, uint64_t bit,
+                   int (*pred)(const ch_sym *, const void *), const void *arg,
+                   ch_map *seen)
+{
+    if (!(e->symmask & bit)) return 0;
+    if (e->kind == CH_SYM) return pred(e->sym, arg);
+    if (ch_map_get(seen, e->id)) return 0;
+    ch_map_put(seen, e->id, (void *)e);
+    for (int i = 0; i < nchildren(e); i++)
+        if (any_sym(child(e, i), bit, pred, arg, seen)) return 1;
+    return 0;
+}
+
+static int sym_is(const ch_sym *s, const void *arg) { return s == arg; }
+static int sym_kind_is(const ch_sym *s, const void *arg)
+{
+    return s->kind == *(const ch_sym_kind *)arg;
+}
+
+int ch_has_sym(const ch_expr *e, const ch_expr *s)
+{
+    if (!e || !s || s->kind != CH_SYM) return 0;
+    ch_map seen;
+    ch_map_init(&seen);
+    int r = any_sym(e, 1ULL << (s->sym->sid % 64), sym_is, s->sym, &seen);
+    ch_map_free(&seen);
+    return r;
+}
+
+int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind)
+{
+    if (!e) return 0;
+    ch_map seen;
+    ch_map_init(&seen);
+    int r = any_sym(e, ~0ULL, sym_kind_is, &kind, &seen);
+    ch_map_free(&seen);
+    return r;
+}
+
+static void count_nodes(const ch_expr *e, ch_map *seen)
+{
+    if (ch_map_get(seen, e->id)) return;
+    ch_map_put(seen, e->id, (void *)e);
+    for (int i = 0; i < nchildren(e); i++) count_nodes(child(e, i), seen);
+}
+
+size_t ch_dag_size(const ch_expr *e)
+{
+    if (!e) return 0;
+    ch_map seen;
+    ch_map_init(&seen);
+    count_nodes(e, &seen);
+    size_t n = seen.len;
+    ch_map_free(&seen);
+    return n;
+}

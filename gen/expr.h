@@ -1,0 +1,220 @@
+/* expr.h — the expression DAG: nodes, interning, canonical constructors.
+ *
+ * Every expression is an immutable node owned by a ch_ctx. Nodes are
+ * hash-consed: two structurally equal expressions are the same pointer, so
+ * equality is `a == b`. Nothing is freed piecemeal; ch_ctx_free releases
+ * every node, every FLINT coefficient and every memo table at once. There is
+ * no global state: independent contexts may live side by side (and in
+ * different threads).
+ *
+ * Canonical forms (built by the constructors, never by callers):
+ *   NUM  exact rational (fmpq).
+ *   SYM  a symbol (ch_sym): time, coordinate, velocity, parameter, ...
+ *   ADD  num + sum(pair[i].c * pair[i].e), n >= 1, coefficients nonzero,
+ *        terms distinct, sorted by id; a term is never NUM, ADD, or a MUL
+ *        with coefficient != 1.  "2*x + 3" is ADD{3; (2,x)}.
+ *   MUL  num * prod(pair[i].e ^ pair[i].c), coefficient nonzero, exponents
+ *        rational and nonzero, bases distinct, sorted by id; a base is never
+ *        a MUL raised to an integer power (such products are flattened);
+ *        a NUM base only with a non-integer exponent (2^(1/2)).
+ *        x^3 is MUL{1; (x,3)}; sqrt(x) is MUL{1; (x,1/2)}; 2*x is MUL{2;(x,1)}.
+ *   POW  arg[0] ^ arg[1] with a non-numeric exponent (x^y).
+ *   FUN  one of ch_fun applied to arg[0] (and arg[1] for atan2).
+ * Degenerate forms collapse: an ADD with one term of coefficient 1 and
+ * constant 0 is that term; a MUL with coefficient 1 and one factor of
+ * exponent 1 is that factor; x^0 is 1, x*0 is 0.
+ *
+ * The canonical operand order is the node id (creation order). It does not
+ * depend on addresses or hashing, so the same sequence of constructions
+ * gives the same DAG and byte-identical output. Printers sort for display
+ * on their own.
+ *
+ * Errors: every constructor returns NULL on failure (division by zero,
+ * node budget exceeded, out of memory) and records the reason in the
+ * context (ch_ctx_error). Constructors accept NULL operands and return
+ * NULL, so a caller can build a whole expression and check once. */
+#ifndef CH_EXPR_H
+#define CH_EXPR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "flint_compat.h"
+#include "error.h"
+
+typedef struct ch_ctx ch_ctx;
+typedef struct ch_expr ch_expr;
+typedef struct ch_sym ch_sym;
+
+typedef enum { CH_NUM, CH_SYM, CH_ADD, CH_MUL, CH_POW, CH_FUN } ch_kind;
+
+typedef enum {
+    CH_F_SIN, CH_F_COS, CH_F_TAN, CH_F_ASIN, CH_F_ACOS, CH_F_ATAN,
+    CH_F_ATAN2, CH_F_SINH, CH_F_COSH, CH_F_TANH, CH_F_EXP, CH_F_LOG,
+    CH_F_ABS, CH_F_COUNT
+} ch_fun;
+
+/* The name a function has in the model language, SymPy and C (atan2(y, x)). */
+const char *ch_fun_name(ch_fun f);
+/* Looks up a model-language function name ("sqrt" is not a ch_fun: it is a
+ * power); returns -1 when unknown. */
+int ch_fun_lookup(const char *name);
+
+typedef enum {
+    CH_SYM_TIME,   /* t */
+    CH_SYM_COORD,  /* q */
+    CH_SYM_VEL,    /* q_t */
+    CH_SYM_ACC,    /* q_tt */
+    CH_SYM_PARAM,  /* runtime parameter */
+    CH_SYM_PI,     /* the constant pi */
+    CH_SYM_OTHER   /* multipliers, momenta, temporaries */
+} ch_sym_kind;
+
+struct ch_sym {
+    const char *name;  /* SPEC §3 name: "x", "x_t", "x_tt", "lambda_1" */
+    const char *base;  /* display base: "x" for x, x_t and x_tt */
+    int order;         /* 0, 1 (velocity) or 2 (acceleration) */
+    ch_sym_kind kind;
+    int index;         /* caller's index (coordinate number, ...), else -1 */
+    uint32_t sid;      /* dense symbol number 0..ch_ctx_nsyms-1 */
+    const ch_expr *node;
+    /* Total time derivative: q -> q_t -> q_tt; t -> 1. NULL means 0
+     * (parameters, pi, symbols without a declared derivative). */
+    const ch_expr *dot;
+};
+
+typedef struct {
+    const ch_expr *e;
+    fmpq_t c;  /* ADD: coefficient of e; MUL: exponent of e */
+} ch_pair;
+
+struct ch_expr {
+    uint32_t id;       /* creation number, >= 1: the canonical order */
+    uint8_t kind;      /* ch_kind */
+    uint8_t fun;       /* CH_FUN: the ch_fun */
+    uint16_t depth;    /* height of the DAG below (saturates at 65535) */
+    uint32_t n;        /* ADD/MUL: pairs; FUN: arguments; POW: 2 */
+    uint64_t hash;
+    uint64_t symmask;  /* bit (sid % 64) set for every symbol below */
+    fmpq_t num;        /* NUM: value; ADD: constant; MUL: coefficient */
+    const ch_sym *sym; /* SYM */
+    const ch_expr *arg[2]; /* FUN arguments, POW base and exponent */
+    ch_pair pair[];    /* ADD terms, MUL factors */
+};
+
+/* ---- context ---------------------------------------------------------- */
+
+ch_ctx *ch_ctx_new(void);
+void ch_ctx_free(ch_ctx *ctx);
+
+/* Last error of a constructor (code CH_OK when none). Sticky until cleared. */
+const ch_error *ch_ctx_error(const ch_ctx *ctx);
+void ch_ctx_clear_error(ch_ctx *ctx);
+/* Records an error from outside expr (e.g. diff) in the same slot. */
+void ch_ctx_fail(ch_ctx *ctx, ch_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Node budget (0 = unlimited, the default): constructing more nodes fails
+ * with CH_ERR_LIMIT. */
+void ch_ctx_set_node_limit(ch_ctx *ctx, size_t max_nodes);
+size_t ch_ctx_node_limit(const ch_ctx *ctx);
+size_t ch_ctx_nnodes(const ch_ctx *ctx);
+size_t ch_ctx_nsyms(const ch_ctx *ctx);
+const ch_sym *ch_ctx_sym(const ch_ctx *ctx, uint32_t sid);
+/* The node with this id (1..nnodes), for id-indexed side tables. */
+const ch_expr *ch_ctx_node(const ch_ctx *ctx, uint32_t id);
+
+/* Arena memory that lives as long as the context (zeroed; NULL on OOM). */
+void *ch_ctx_alloc(ch_ctx *ctx, size_t size);
+char *ch_ctx_strdup(ch_ctx *ctx, const char *s);
+
+/* ---- symbols ---------------------------------------------------------- */
+
+/* The symbol named `name`, created on first use with the given kind, base,
+ * order and index. Asking again for an existing name returns the same node
+ * whatever the other arguments are. base NULL means name. */
+const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
+                         const char *base, int order, int index);
+/* The existing symbol named `name`, or NULL. */
+const ch_expr *ch_symbol_find(const ch_ctx *ctx, const char *name);
+/* Sets the total time derivative of a symbol (see ch_sym.dot). */
+void ch_symbol_set_dot(ch_ctx *ctx, const ch_expr *sym, const ch_expr *dot);
+/* The constant pi (a symbol of kind CH_SYM_PI named "pi"). */
+const ch_expr *ch_pi(ch_ctx *ctx);
+
+/* ---- numbers ---------------------------------------------------------- */
+
+const ch_expr *ch_num_si(ch_ctx *ctx, slong v);
+const ch_expr *ch_num_frac(ch_ctx *ctx, slong p, slong q); /* q != 0 */
+const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v);
+/* Exact value of a decimal literal "12", "0.25", "1e-3", "2.5E+10"
+ * (0.1 is 1/10). NULL with CH_ERR_LIMIT for exponents beyond +-4000 or
+ * CH_ERR_MODEL for malformed text. */
+const ch_expr *ch_num_decimal(ch_ctx *ctx, const char *text, size_t len);
+
+/* ---- constructors ----------------------------------------------------- */
+
+const ch_expr *ch_add(ch_ctx *ctx, const ch_expr *a, const ch_expr *b);
+const ch_expr *ch_sub(ch_ctx *ctx, const ch_expr *a, const ch_expr *b);
+const ch_expr *ch_neg(ch_ctx *ctx, const ch_expr *a);
+const ch_expr *ch_mul(ch_ctx *ctx, const ch_expr *a, const ch_expr *b);
+const ch_expr *ch_div(ch_ctx *ctx, const ch_expr *a, const ch_expr *b);
+/* c * a without building a NUM node for c. */
+const ch_expr *ch_scale(ch_ctx *ctx, const fmpq_t c, const ch_expr *a);
+const ch_expr *ch_scale_si(ch_ctx *ctx, slong c, const ch_expr *a);
+/* Sums and products of many operands in O(n log n); prefer these to loops
+ * of ch_add/ch_mul, which are quadratic. NULL entries make the result NULL. */
+const ch_expr *ch_add_n(ch_ctx *ctx, size_t n, const ch_expr *const *terms);
+const ch_expr *ch_mul_n(ch_ctx *ctx, size_t n, const ch_expr *const *factors);
+/* sum(c[i] * e[i]) + c0 (c0 may be NULL). */
+const ch_expr *ch_lincomb(ch_ctx *ctx, const fmpq_t c0, size_t n,
+                          const fmpq *c, const ch_expr *const *e);
+
+const ch_expr *ch_pow(ch_ctx *ctx, const ch_expr *base, const ch_expr *exp);
+const ch_expr *ch_pow_q(ch_ctx *ctx, const ch_expr *base, const fmpq_t exp);
+const ch_expr *ch_pow_si(ch_ctx *ctx, const ch_expr *base, slong exp);
+const ch_expr *ch_sqrt(ch_ctx *ctx, const ch_expr *a);
+const ch_expr *ch_fun1(ch_ctx *ctx, ch_fun f, const ch_expr *a);
+const ch_expr *ch_atan2(ch_ctx *ctx, const ch_expr *y, const ch_expr *x);
+
+/* ---- inspection ------------------------------------------------------- */
+
+static inline int ch_is_num(const ch_expr *e) { return e->kind == CH_NUM; }
+int ch_is_zero(const ch_expr *e);    /* the number 0 (structurally) */
+int ch_is_one(const ch_expr *e);
+int ch_is_int(const ch_expr *e);     /* an integer NUM */
+const ch_expr *ch_zero(ch_ctx *ctx);
+const ch_expr *ch_one(ch_ctx *ctx);
+/* Does e contain the symbol s (exact, memo-free walk with symmask pruning)? */
+int ch_has_sym(const ch_expr *e, const ch_expr *s);
+/* Does e contain any symbol of this kind? */
+int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
+/* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
+const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c);
+/* Number of distinct nodes reachable from e (DAG size). */
+size_t ch_dag_size(const ch_expr *e);
+
+/* ---- node maps (memo tables and per-call caches) ---------------------- */
+
+/* Open-addressing map from a nonzero 64-bit key to a pointer; keys are
+ * usually node ids, or (id << 32 | id2) for pairs. */
+typedef struct {
+    uint64_t *keys;
+    void **vals;
+    size_t cap, len;
+} ch_map;
+
+void ch_map_init(ch_map *m);
+void ch_map_free(ch_map *m);
+void *ch_map_get(const ch_map *m, uint64_t key);
+int ch_map_put(ch_map *m, uint64_t key, void *val); /* 0, or -1 on OOM */
+
+/* Memo tables the context owns (ids of the derivation modules). */
+typedef enum {
+    CH_MEMO_DIFF, CH_MEMO_DIFF_T, CH_MEMO_EXPAND, CH_MEMO_COUNT
+} ch_memo_id;
+ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which);
+
+#endif

@@ -1,0 +1,32 @@
+/* lagrange.h — the unconstrained Euler–Lagrange data and the constraint
+ * data in Chetaev form (THEORY §1, and the G, c of §2).
+ *
+ * Everything is symbolic and lives in the model's context. Matrices are
+ * row-major arrays of node pointers. Admissibility is checked numerically at
+ * random points (rank of M and of G in double precision): an identically
+ * singular mass matrix or rank-deficient constraint Jacobian is a model
+ * error positioned at the statement responsible. */
+#ifndef CH_LAGRANGE_H
+#define CH_LAGRANGE_H
+
+#include "../model.h"
+
+typedef struct ch_lagrange {
+    size_t n, k;
+    const ch_expr **p;   /* n: momenta p_i = dL/dq_t_i (000 eq. 30) */
+    const ch_expr **M;   /* n*n: mass matrix d2L/dq_t_i dq_t_j (000 eq. 31) */
+    const ch_expr **h;   /* n: E_i = M_ij q_tt_j + h_i */
+    const ch_expr **EL;  /* n: E_i = d/dt p_i - dL/dq_i (000 eq. 27-29) */
+    const ch_expr **Q;   /* n: generalized forces */
+    const ch_expr *energy; /* E = q_t_i p_i - L (001 eq. 16) */
+    const ch_expr **phi; /* k: constraints at velocity level */
+    const ch_expr **G;   /* k*n: dphi_nu/dq_t_i (Chetaev coefficients) */
+    const ch_expr **c;   /* k: bias dphi/dt + q_t_j dphi/dq_j */
+} ch_lagrange;
+
+/* Derives all fields; returns 0, or nonzero with err filled (degenerate
+ * Lagrangian, inadmissible constraints, expression limits). */
+int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
+                       ch_error *err);
+
+#endif

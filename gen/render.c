@@ -1,0 +1,432 @@
+/* render.c — a derivation in text, LaTeX, SymPy and JSON (SPEC §2-§3).
+ *
+ * One walk over the selected entries per format; each format has a writer
+ * for the entry kinds. Expressions go through print.c; names of the model
+ * reach the output only as identifiers already checked by the parser, and
+ * are escaped for the format where that matters (JSON strings, LaTeX). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "derive.h"
+#include "version.h"
+#include "print.h"
+
+
+typedef struct {
+    ch_buf *out;
+    const ch_derivation *d;
+} writer;
+
+/* ---- text --------------------------------------------------------------- */
+
+static void text_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
+{
+    ch_buf_put(o, e->symbol ? e->symbol : e->key);
+    if (e->kind == CH_ENTRY_VECTOR)
+        ch_buf_printf(o, "_%s", e->row_labels ? e->row_labels[i] : "?");
+    else if (e->kind == CH_ENTRY_MATRIX)
+        ch_buf_printf(o, "[%s,%s]", e->row_labels[i], e->col_labels[j]);
+}
+
+static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
+{
+    ch_buf_printf(o, "\n== %s", e->title);
+    if (e->ref) ch_buf_printf(o, "  [%s]", e->ref);
+    ch_buf_put(o, " ==\n");
+    switch (e->kind) {
+    case CH_ENTRY_NULL:
+        ch_buf_printf(o, "  (none: %s)\n", e->note);
+        break;
+    case CH_ENTRY_NAME:
+        ch_buf_printf(o, "  %s\n", e->names[0]);
+        break;
+    case CH_ENTRY_NAMES:
+        ch_buf_put(o, " ");
+        for (size_t i = 0; i < e->rows; i++) {
+            const ch_expr *s = ch_symbol_find(ctx, e->names[i]);
+            ch_buf_put(o, " ");
+            if (s)
+                ch_print(o, s, CH_STYLE_TEXT);
+            else
+                ch_buf_put(o, e->names[i]);
+            if (i + 1 < e->rows) ch_buf_put(o, ",");
+        }
+        ch_buf_put(o, "\n");
+        break;
+    case CH_ENTRY_PARAMS:
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_printf(o, "  %s = ", e->names[i]);
+            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            ch_buf_put(o, "\n");
+        }
+        if (!e->rows) ch_buf_put(o, "  (none)\n");
+        break;
+    case CH_ENTRY_EXPR:
+        ch_buf_printf(o, "  %s = ", e->symbol ? e->symbol : e->key);
+        ch_print(o, e->e[0], CH_STYLE_TEXT);
+        ch_buf_put(o, "\n");
+        break;
+    case CH_ENTRY_VECTOR:
+    case CH_ENTRY_MATRIX: {
+        size_t zeros = 0;
+        for (size_t i = 0; i < e->rows; i++)
+            for (size_t j = 0; j < e->cols; j++) {
+                const ch_expr *x = e->e[i * e->cols + j];
+                if (ch_is_zero(x) && e->kind == CH_ENTRY_MATRIX) {
+                    zeros++;
+                    continue;
+                }
+                ch_buf_put(o, "  ");
+                text_label(o, e, i, j);
+                ch_buf_put(o, " = ");
+                ch_print(o, x, CH_STYLE_TEXT);
+                ch_buf_put(o, "\n");
+            }
+        if (zeros) ch_buf_printf(o, "  (the %zu entries not listed are 0)\n", zeros);
+        break;
+    }
+    }
+}
+
+static void write_text(writer *w, size_t n, const ch_entry *const *sel)
+{
+    const ch_model *m = w->d->model;
+    ch_buf_printf(w->out, "Derivation of model %s by chetaev %s\n", m->name,
+                  CH_VERSION);
+    ch_buf_put(w->out, "Notation: q' is dq/dt, q'' is d2q/dt2; references are "
+                       "to the seed papers (see THEORY).\n");
+    for (size_t i = 0; i < n; i++) text_entry(w->out, w->d->ctx, sel[i]);
+}
+
+/* ---- LaTeX -------------------------------------------------------------- */
+
+static void latex_escape(ch_buf *o, const char *s)
+{
+    for (; *s; s++) {
+        if (strchr("_&%$#{}", *s)) ch_buf_putc(o, '\\');
+        if (*s == '\\' || *s == '~' || *s == '^') {
+            ch_buf_put(o, "\\textbackslash{}");
+            continue;
+        }
+        ch_buf_putc(o, *s);
+    }
+}
+
+static void latex_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
+{
+    static const struct { const char *sym, *tex; } map[] = {
+        {"p", "p"}, {"M", "M"}, {"E", "E"}, {"Q", "Q"}, {"phi", "\\varphi"},
+        {"G", "G"}, {"c", "c"}, {"R", "R"}, {"L", "L"}, {"L*", "L^{*}"},
+        {"E*", "E^{*}"}, {"M*", "M^{*}"}, {"y*", "y^{*}"}, {"H*", "H^{*}"}};
+    const char *tex = NULL;
+    for (size_t k = 0; e->symbol && k < sizeof map / sizeof map[0]; k++)
+        if (strcmp(map[k].sym, e->symbol) == 0) tex = map[k].tex;
+    if (tex)
+        ch_buf_put(o, tex);
+    else {
+        ch_buf_put(o, "\\mathrm{");
+        latex_escape(o, e->key);
+        ch_buf_put(o, "}");
+    }
+    if (e->kind == CH_ENTRY_VECTOR && e->row_labels) {
+        ch_buf_put(o, "_{");
+        ch_print_latex_name(o, e->row_labels[i]);
+        ch_buf_put(o, "}");
+    } else if (e->kind == CH_ENTRY_MATRIX) {
+        ch_buf_put(o, "_{");
+        ch_print_latex_name(o, e->row_labels[i]);
+        ch_buf_put(o, ",\\,");
+        ch_print_latex_name(o, e->col_labels[j]);
+        ch_buf_put(o, "}");
+    }
+}
+
+/* Names of symbols (coordinates, velocities, dependent velocities) as
+ * the symbols themselves, so that x_t shows as \dot{x}. */
+static void latex_names(ch_buf *o, const ch_derivation *d, const ch_entry *e)
+{
+    ch_buf_put(o, "$");
+    for (size_t i = 0; i < e->rows; i++) {
+        if (i) ch_buf_put(o, ",\\ ");
+        const ch_expr *s = ch_symbol_find(d->ctx, e->names[i]);
+        if (s)
+            ch_print(o, s, CH_STYLE_LATEX);
+        else
+            ch_print_latex_name(o, e->names[i]);
+    }
+    ch_buf_put(o, "$\n");
+}
+
+static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
+{
+    ch_buf_put(o, "\n\\section*{");
+    latex_escape(o, e->title);
+    if (e->ref) ch_buf_printf(o, " \\normalfont\\small(%s)", e->ref);
+    ch_buf_put(o, "}\n");
+    switch (e->kind) {
+    case CH_ENTRY_NULL:
+        ch_buf_put(o, "None: ");
+        latex_escape(o, e->note);
+        ch_buf_put(o, ".\n");
+        break;
+    case CH_ENTRY_NAME:
+        ch_buf_put(o, "\\texttt{");
+        latex_escape(o, e->names[0]);
+        ch_buf_put(o, "}\n");
+        break;
+    case CH_ENTRY_NAMES:
+        latex_names(o, d, e);
+        break;
+    case CH_ENTRY_PARAMS:
+        if (!e->rows) ch_buf_put(o, "None.\n");
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_put(o, i ? ",\\quad $" : "$");
+            ch_print_latex_name(o, e->names[i]);
+            ch_buf_put(o, " = ");
+            ch_print(o, e->e[i], CH_STYLE_LATEX);
+            ch_buf_put(o, "$");
+        }
+        ch_buf_put(o, "\n");
+        break;
+    case CH_ENTRY_EXPR:
+        ch_buf_put(o, "\\begin{align*}\n");
+        latex_label(o, e, 0, 0);
+        ch_buf_put(o, " &= ");
+        ch_print(o, e->e[0], CH_STYLE_LATEX);
+        ch_buf_put(o, "\n\\end{align*}\n");
+        break;
+    case CH_ENTRY_VECTOR:
+    case CH_ENTRY_MATRIX: {
+        size_t zeros = 0, shown = 0;
+        ch_buf_put(o, "\\begin{align*}\n");
+        for (size_t i = 0; i < e->rows; i++)
+            for (size_t j = 0; j < e->cols; j++) {
+                const ch_expr *x = e->e[i * e->cols + j];
+                if (ch_is_zero(x) && e->kind == CH_ENTRY_MATRIX) {
+                    zeros++;
+                    continue;
+                }
+                if (shown++) ch_buf_put(o, " \\\\\n");
+                latex_label(o, e, i, j);
+                ch_buf_put(o, " &= ");
+                ch_print(o, x, CH_STYLE_LATEX);
+            }
+        if (!shown) ch_buf_put(o, "0");
+        ch_buf_put(o, "\n\\end{align*}\n");
+        if (zeros) ch_buf_printf(o, "The %zu entries not listed are $0$.\n", zeros);
+        break;
+    }
+    }
+}
+
+static void write_latex(writer *w, size_t n, const ch_entry *const *sel)
+{
+    ch_buf *o = w->out;
+    ch_buf_put(o, "\\documentclass[11pt]{article}\n"
+                  "\\usepackage{amsmath}\n"
+                  "\\usepackage[margin=2cm]{geometry}\n"
+                  "\\allowdisplaybreaks\n"
+                  "\\begin{document}\n"
+                  "\\begin{center}\\Large Derivation of model \\texttt{");
+    latex_escape(o, w->d->model->name);
+    ch_buf_printf(o, "}\\\\[2pt]\\normalsize by chetaev %s\\end{center}\n",
+                  CH_VERSION);
+    for (size_t i = 0; i < n; i++) latex_entry(o, w->d, sel[i]);
+    ch_buf_put(o, "\n\\end{document}\n");
+}
+
+/* ---- SymPy -------------------------------------------------------------- */
+
+static void py_string(ch_buf *o, const char *s)
+{
+    ch_print_json_string(o, s); /* a JSON string is a valid Python literal */
+}
+
+static void py_expr(ch_buf *o, const ch_expr *e)
+{
+    ch_buf_put(o, "_e(\"");
+    ch_print(o, e, CH_STYLE_SYMPY);
+    ch_buf_put(o, "\")");
+}
+
+static void py_value(ch_buf *o, const ch_entry *e)
+{
+    switch (e->kind) {
+    case CH_ENTRY_NULL: ch_buf_put(o, "None"); break;
+    case CH_ENTRY_NAME: py_string(o, e->names[0]); break;
+    case CH_ENTRY_NAMES:
+        ch_buf_put(o, "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            py_string(o, e->names[i]);
+        }
+        ch_buf_put(o, "]");
+        break;
+    case CH_ENTRY_PARAMS:
+        ch_buf_put(o, "{");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            py_string(o, e->names[i]);
+            ch_buf_put(o, ": ");
+            py_expr(o, e->e[i]);
+        }
+        ch_buf_put(o, "}");
+        break;
+    case CH_ENTRY_EXPR: py_expr(o, e->e[0]); break;
+    case CH_ENTRY_VECTOR:
+    case CH_ENTRY_MATRIX:
+        ch_buf_put(o, e->kind == CH_ENTRY_MATRIX ? "Matrix([" : "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_put(o, i ? ",\n    " : "\n    ");
+            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "[");
+            for (size_t j = 0; j < e->cols; j++) {
+                if (j) ch_buf_put(o, ", ");
+                py_expr(o, e->e[i * e->cols + j]);
+            }
+            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "]");
+        }
+        ch_buf_put(o, e->kind == CH_ENTRY_MATRIX ? "])" : "]");
+        break;
+    }
+}
+
+static void write_sympy(writer *w, size_t n, const ch_entry *const *sel)
+{
+    ch_buf *o = w->out;
+    ch_buf_printf(o, "#!/usr/bin/env python3\n"
+                     "# SymPy rebuild of the derivation of model %s, written by "
+                     "chetaev %s.\n"
+                     "# Each SPEC section is a variable; run it to print them.\n"
+                     "from sympy import Symbol, Matrix\n"
+                     "from sympy.parsing.sympy_parser import parse_expr\n\n"
+                     "_symbols = {name: Symbol(name) for name in [",
+                  w->d->model->name, CH_VERSION);
+    const ch_ctx *ctx = w->d->ctx;
+    for (uint32_t i = 0, first = 1; i < ch_ctx_nsyms(ctx); i++) {
+        const ch_sym *s = ch_ctx_sym(ctx, i);
+        if (s->kind == CH_SYM_PI) continue;
+        if (!first) ch_buf_put(o, ", ");
+        first = 0;
+        py_string(o, s->name);
+    }
+    ch_buf_put(o, "]}\n\n\ndef _e(text):\n"
+                  "    return parse_expr(text, local_dict=_symbols)\n\n\n");
+    for (size_t i = 0; i < n; i++) {
+        ch_buf_printf(o, "%s = ", sel[i]->key);
+        py_value(o, sel[i]);
+        ch_buf_put(o, "\n");
+    }
+    ch_buf_put(o, "\nif __name__ == \"__main__\":\n    for _name in [");
+    for (size_t i = 0; i < n; i++)
+        ch_buf_printf(o, "%s\"%s\"", i ? ", " : "", sel[i]->key);
+    ch_buf_put(o, "]:\n        print(_name, \"=\", globals()[_name])\n");
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_expr(ch_buf *o, const ch_expr *e)
+{
+    ch_buf tmp;
+    ch_buf_init(&tmp);
+    ch_print(&tmp, e, CH_STYLE_SYMPY);
+    if (tmp.oom) o->oom = 1;
+    ch_print_json_string(o, tmp.s ? tmp.s : "");
+    ch_buf_free(&tmp);
+}
+
+static void json_value(ch_buf *o, const ch_model *m, const ch_entry *e)
+{
+    switch (e->kind) {
+    case CH_ENTRY_NULL: ch_buf_put(o, "null"); break;
+    case CH_ENTRY_NAME: ch_print_json_string(o, e->names[0]); break;
+    case CH_ENTRY_NAMES:
+        ch_buf_put(o, "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            ch_print_json_string(o, e->names[i]);
+        }
+        ch_buf_put(o, "]");
+        break;
+    case CH_ENTRY_PARAMS:
+        ch_buf_put(o, "{");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            ch_print_json_string(o, e->names[i]);
+            double v = m->param_default[i];
+            if (isfinite(v))
+                ch_buf_printf(o, ": %.17g", v);
+            else
+                ch_buf_put(o, ": null");
+        }
+        ch_buf_put(o, "}");
+        break;
+    case CH_ENTRY_EXPR: json_expr(o, e->e[0]); break;
+    case CH_ENTRY_VECTOR:
+    case CH_ENTRY_MATRIX:
+        ch_buf_put(o, "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "[");
+            for (size_t j = 0; j < e->cols; j++) {
+                if (j) ch_buf_put(o, ", ");
+                json_expr(o, e->e[i * e->cols + j]);
+            }
+            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "]");
+        }
+        ch_buf_put(o, "]");
+        break;
+    }
+}
+
+static void write_json(writer *w, size_t n, const ch_entry *const *sel)
+{
+    ch_buf *o = w->out;
+    ch_buf_put(o, "{");
+    for (size_t i = 0; i < n; i++) {
+        ch_buf_put(o, i ? ",\n  " : "\n  ");
+        ch_print_json_string(o, sel[i]->key);
+        ch_buf_put(o, ": ");
+        json_value(o, w->d->model, sel[i]);
+    }
+    ch_buf_put(o, "\n}\n");
+}
+
+/* ---- selection and dispatch -------------------------------------------- */
+
+int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
+                        size_t nonly, const char *const *only, ch_error *err)
+{
+    const ch_entry **sel = calloc(d->n, sizeof *sel);
+    if (!sel) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    size_t n = 0;
+    for (size_t k = 0; k < nonly; k++)
+        if (!ch_derivation_find(d, only[k])) {
+            ch_buf keys;
+            ch_buf_init(&keys);
+            for (size_t i = 0; i < d->n; i++)
+                ch_buf_printf(&keys, "%s%s", i ? ", " : "", d->entry[i].key);
+            ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0,
+                         "unknown section '%.64s' for --only; sections are: %s",
+                         only[k], keys.s ? keys.s : "");
+            ch_buf_free(&keys);
+            free(sel);
+            return CH_ERR_USAGE;
+        }
+    for (size_t i = 0; i < d->n; i++) {
+        int want = nonly == 0;
+        for (size_t k = 0; k < nonly && !want; k++)
+            want = strcmp(only[k], d->entry[i].key) == 0;
+        if (want) sel[n++] = &d->entry[i];
+    }
+    writer w = {out, d};
+    switch (fmt) {
+    case CH_FORMAT_TEXT: write_text(&w, n, sel); break;
+    case CH_FORMAT_LATEX: write_latex(&w, n, sel); break;
+    case CH_FORMAT_SYMPY: write_sympy(&w, n, sel); break;
+    case CH_FORMAT_JSON: write_json(&w, n, sel); break;
+    }
+    free(sel);
+    if (out->oom) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    return 0;
+}

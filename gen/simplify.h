@@ -1,0 +1,30 @@
+/* simplify.h — expansion and the polynomial normal form.
+ *
+ * expand distributes products over sums and integer powers of sums.
+ * The normal form maps an expression to a quotient of polynomials (FLINT
+ * fmpq_mpoly) over "atoms": symbols, function calls, non-numeric powers and
+ * the q-th roots u^(1/q) of non-polynomial radicals. The numerator is
+ * reduced modulo the relations sin(u)^2 + cos(u)^2 = 1,
+ * cosh(u)^2 - sinh(u)^2 = 1 and root^q = radicand, whose leading monomials
+ * are pairwise coprime, so they form a Groebner basis and the remainder is
+ * canonical: an expression is zero in this theory iff its numerator
+ * reduces to 0. tan u is sin u / cos u, tanh likewise. */
+#ifndef CH_SIMPLIFY_H
+#define CH_SIMPLIFY_H
+
+#include "expr.h"
+
+/* Memoized in the context. NULL on failure. */
+const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e);
+
+/* 1: e is proven identically zero by the normal form; 0: not proven
+ * (maybe nonzero, maybe beyond the normal form); -1: failure (e.g. the
+ * normal form would exceed its size bound), treat as "not proven". */
+int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e);
+
+/* e rewritten as numerator/denominator of its normal form, reduced by the
+ * relations above and with the polynomial gcd cancelled. Only for small
+ * expressions: it expands. NULL on failure. */
+const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
+
+#endif

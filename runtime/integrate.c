@@ -1,0 +1,62 @@
+/* integrate.c — explicit Euler, midpoint and classical Runge–Kutta. */
+#include "integrate.h"
+
+#include <math.h>
+#include <string.h>
+
+int chrt_method_parse(const char *name)
+{
+    if (strcmp(name, "euler") == 0) return CHRT_EULER;
+    if (strcmp(name, "midpoint") == 0) return CHRT_MIDPOINT;
+    if (strcmp(name, "rk4") == 0) return CHRT_RK4;
+    return -1;
+}
+
+const char *chrt_method_name(chrt_method m)
+{
+    switch (m) {
+    case CHRT_EULER: return "euler";
+    case CHRT_MIDPOINT: return "midpoint";
+    case CHRT_RK4: return "rk4";
+    }
+    return "?";
+}
+
+/* y = x + a*k */
+static void axpy(int n, double *y, const double *x, double a, const double *k)
+{
+    for (int i = 0; i < n; i++) y[i] = x[i] + a * k[i];
+}
+
+int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
+              double h, double *x, const double *p)
+{
+    int n = s->nx;
+    double *k1 = s->work, *k2 = k1 + n, *k3 = k2 + n, *k4 = k3 + n;
+    double *y = k4 + n, *xn = y + n;
+    if (f(t, x, p, k1)) return 1;
+    switch (m) {
+    case CHRT_EULER:
+        axpy(n, xn, x, h, k1);
+        break;
+    case CHRT_MIDPOINT:
+        axpy(n, y, x, h / 2, k1);
+        if (f(t + h / 2, y, p, k2)) return 1;
+        axpy(n, xn, x, h, k2);
+        break;
+    case CHRT_RK4:
+        axpy(n, y, x, h / 2, k1);
+        if (f(t + h / 2, y, p, k2)) return 1;
+        axpy(n, y, x, h / 2, k2);
+        if (f(t + h / 2, y, p, k3)) return 1;
+        axpy(n, y, x, h, k3);
+        if (f(t + h, y, p, k4)) return 1;
+        for (int i = 0; i < n; i++)
+            xn[i] = x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+        break;
+    }
+    for (int i = 0; i < n; i++)
+        if (!isfinite(xn[i])) return 2;
+    memcpy(x, xn, (size_t)n * sizeof *x);
+    return 0;
+}

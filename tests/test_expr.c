@@ -1,0 +1,198 @@
+/* test_expr.c — canonical forms, interning, numbers, functions, limits. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "expr.h"
+
+static ch_ctx *ctx;
+static const ch_expr *x, *y, *z;
+
+static const ch_expr *n(slong v) { return ch_num_si(ctx, v); }
+static const ch_expr *fr(slong p, slong q) { return ch_num_frac(ctx, p, q); }
+static const ch_expr *add(const ch_expr *a, const ch_expr *b) { return ch_add(ctx, a, b); }
+static const ch_expr *mul(const ch_expr *a, const ch_expr *b) { return ch_mul(ctx, a, b); }
+static const ch_expr *pw(const ch_expr *a, slong e) { return ch_pow_si(ctx, a, e); }
+
+static void test_interning(void)
+{
+    CHECK(n(3) == n(3));
+    CHECK(fr(2, 4) == fr(1, 2));
+    CHECK(add(x, y) == add(y, x));
+    CHECK(mul(x, y) == mul(y, x));
+    CHECK(add(add(x, y), z) == add(x, add(y, z)));
+    CHECK(mul(mul(x, y), z) == mul(x, mul(y, z)));
+    CHECK(ch_symbol(ctx, "x", CH_SYM_COORD, NULL, 0, 0) == x);
+}
+
+static void test_identities(void)
+{
+    CHECK(add(x, n(0)) == x);
+    CHECK(mul(x, n(1)) == x);
+    CHECK(ch_is_zero(mul(x, n(0))));
+    CHECK(pw(x, 0) == n(1));
+    CHECK(pw(x, 1) == x);
+    CHECK(ch_is_zero(ch_sub(ctx, x, x)));
+    CHECK(add(x, x) == mul(n(2), x));
+    CHECK(mul(x, x) == pw(x, 2));
+    CHECK(mul(pw(x, 2), pw(x, -2)) == n(1));
+    CHECK(ch_div(ctx, x, x) == n(1));
+    CHECK(mul(n(2), add(x, y)) == add(mul(n(2), x), mul(n(2), y)));
+    CHECK(ch_neg(ctx, ch_neg(ctx, add(x, y))) == add(x, y));
+    /* like terms in products: 3xy - xy = 2xy */
+    CHECK(ch_sub(ctx, mul(n(3), mul(x, y)), mul(x, y)) == mul(n(2), mul(x, y)));
+    /* power merging */
+    CHECK(mul(pw(x, 2), pw(x, 3)) == pw(x, 5));
+    CHECK(pw(pw(x, 2), 3) == pw(x, 6));
+    CHECK(pw(mul(x, y), 2) == mul(pw(x, 2), pw(y, 2)));
+    CHECK(mul(ch_sqrt(ctx, x), ch_sqrt(ctx, x)) == x);
+    CHECK(pw(ch_sqrt(ctx, x), 2) == x);
+    /* (x^2)^(1/2) is |x|, not x: it must stay a power of x^2 */
+    CHECK(ch_sqrt(ctx, pw(x, 2)) != x);
+    CHECK(ch_sqrt(ctx, pw(x, 2))->kind == CH_MUL);
+    /* (x^(1/2))^(1/2) = x^(1/4) */
+    CHECK(ch_sqrt(ctx, ch_sqrt(ctx, x)) == ch_pow_q(ctx, x, (fmpq[]){{1, 4}}));
+}
+
+static void test_numbers(void)
+{
+    CHECK(ch_sqrt(ctx, n(4)) == n(2));
+    CHECK(ch_sqrt(ctx, fr(4, 9)) == fr(2, 3));
+    CHECK(ch_pow_q(ctx, fr(8, 27), (fmpq[]){{2, 3}}) == fr(4, 9));
+    const ch_expr *s2 = ch_sqrt(ctx, n(2));
+    CHECK(s2->kind == CH_MUL && s2->n == 1 && ch_is_int(s2->pair[0].e));
+    CHECK(mul(s2, s2) == n(2));
+    /* 2^(3/2) = 2 * 2^(1/2) */
+    CHECK(ch_pow_q(ctx, n(2), (fmpq[]){{3, 2}}) == mul(n(2), s2));
+    /* sqrt(1/2) = 2^(1/2)/2 */
+    CHECK(ch_sqrt(ctx, fr(1, 2)) == mul(fr(1, 2), s2));
+    CHECK(ch_sqrt(ctx, n(8)) == mul(n(2), s2));
+    CHECK(ch_sqrt(ctx, n(12)) == mul(n(2), ch_sqrt(ctx, n(3))));
+    CHECK(pw(fr(2, 3), -2) == fr(9, 4));
+    CHECK(add(fr(1, 3), fr(1, 6)) == fr(1, 2));
+    CHECK(ch_num_decimal(ctx, "0.1", 3) == fr(1, 10));
+    CHECK(ch_num_decimal(ctx, "2.5e-3", 6) == fr(1, 400));
+    CHECK(ch_num_decimal(ctx, "12", 2) == n(12));
+    CHECK(ch_num_decimal(ctx, "1E+2", 4) == n(100));
+    CHECK(ch_num_decimal(ctx, "1e", 2) == NULL);
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_MODEL);
+    ch_ctx_clear_error(ctx);
+    CHECK(ch_num_decimal(ctx, "1e999999", 8) == NULL);
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_LIMIT);
+    ch_ctx_clear_error(ctx);
+}
+
+static void test_errors(void)
+{
+    CHECK(ch_div(ctx, x, n(0)) == NULL);
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_MATH);
+    ch_ctx_clear_error(ctx);
+    CHECK(ch_div(ctx, x, ch_sub(ctx, y, y)) == NULL);
+    ch_ctx_clear_error(ctx);
+    CHECK(pw(n(0), -1) == NULL);
+    ch_ctx_clear_error(ctx);
+    CHECK(add(x, NULL) == NULL);
+    CHECK(ch_fun1(ctx, CH_F_SIN, NULL) == NULL);
+    CHECK(pw(n(3), 1000000000L) == NULL);
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_LIMIT);
+    ch_ctx_clear_error(ctx);
+    CHECK(ch_ctx_error(ctx)->code == CH_OK);
+}
+
+static void test_functions(void)
+{
+    const ch_expr *pi = ch_pi(ctx);
+    CHECK(ch_fun1(ctx, CH_F_SIN, n(0)) == n(0));
+    CHECK(ch_fun1(ctx, CH_F_COS, n(0)) == n(1));
+    CHECK(ch_fun1(ctx, CH_F_EXP, n(0)) == n(1));
+    CHECK(ch_fun1(ctx, CH_F_LOG, n(1)) == n(0));
+    CHECK(ch_fun1(ctx, CH_F_SIN, pi) == n(0));
+    CHECK(ch_fun1(ctx, CH_F_COS, pi) == n(-1));
+    CHECK(ch_fun1(ctx, CH_F_SIN, mul(fr(1, 2), pi)) == n(1));
+    CHECK(ch_fun1(ctx, CH_F_COS, mul(fr(1, 3), pi)) == fr(1, 2));
+    CHECK(ch_fun1(ctx, CH_F_SIN, mul(fr(1, 4), pi)) == mul(fr(1, 2), ch_sqrt(ctx, n(2))));
+    CHECK(ch_fun1(ctx, CH_F_SIN, mul(fr(7, 6), pi)) == fr(-1, 2));
+    CHECK(ch_fun1(ctx, CH_F_SIN, ch_neg(ctx, x)) == ch_neg(ctx, ch_fun1(ctx, CH_F_SIN, x)));
+    CHECK(ch_fun1(ctx, CH_F_COS, ch_neg(ctx, x)) == ch_fun1(ctx, CH_F_COS, x));
+    CHECK(ch_fun1(ctx, CH_F_COS, ch_sub(ctx, x, y)) == ch_fun1(ctx, CH_F_COS, ch_sub(ctx, y, x)));
+    CHECK(ch_fun1(ctx, CH_F_SIN, ch_sub(ctx, x, y)) == ch_neg(ctx, ch_fun1(ctx, CH_F_SIN, ch_sub(ctx, y, x))));
+    CHECK(ch_fun1(ctx, CH_F_ABS, n(-3)) == n(3));
+    CHECK(ch_fun1(ctx, CH_F_LOG, ch_fun1(ctx, CH_F_EXP, x)) == x);
+    CHECK(ch_fun1(ctx, CH_F_SIN, x) == ch_fun1(ctx, CH_F_SIN, x));
+    CHECK(ch_fun_lookup("atan2") == CH_F_ATAN2 && ch_fun_lookup("sqrt") == -1);
+}
+
+static void test_inspection(void)
+{
+    const ch_expr *e = add(mul(x, ch_fun1(ctx, CH_F_SIN, y)), n(1));
+    CHECK(ch_has_sym(e, x) && ch_has_sym(e, y) && !ch_has_sym(e, z));
+    CHECK(ch_has_sym_kind(e, CH_SYM_COORD));
+    CHECK(!ch_has_sym_kind(e, CH_SYM_VEL));
+    fmpq_t c;
+    fmpq_init(c);
+    const ch_expr *r = ch_split_coeff(ctx, mul(n(-3), mul(x, y)), c);
+    CHECK(r == mul(x, y) && fmpq_cmp_si(c, -3) == 0);
+    fmpq_clear(c);
+    CHECK(ch_dag_size(add(x, y)) == 3);
+}
+
+static void test_node_limit(void)
+{
+    ch_ctx *c = ch_ctx_new();
+    const ch_expr *a = ch_symbol(c, "a", CH_SYM_COORD, NULL, 0, 0);
+    ch_ctx_set_node_limit(c, ch_ctx_nnodes(c) + 50);
+    const ch_expr *s = a;
+    for (int i = 0; i < 100 && s; i++) s = ch_mul(c, ch_add(c, s, ch_num_si(c, i)), a);
+    CHECK(s == NULL);
+    CHECK(ch_ctx_error(c)->code == CH_ERR_LIMIT);
+    ch_ctx_free(c);
+}
+
+/* Random sums/products built in shuffled orders must intern to one node. */
+static void test_canonical_shuffle(void)
+{
+    const ch_expr *atoms[13];
+    atoms[0] = x; atoms[1] = y; atoms[2] = z;
+    atoms[3] = ch_fun1(ctx, CH_F_SIN, x);
+    atoms[4] = pw(y, 3);
+    atoms[5] = add(x, n(2));
+    atoms[6] = ch_sqrt(ctx, z);
+    atoms[7] = fr(5, 7);
+    atoms[8] = ch_sub(ctx, n(1), x);
+    atoms[9] = ch_sqrt(ctx, add(x, mul(n(3), y)));
+    atoms[10] = mul(fr(-3, 2), z);
+    atoms[11] = pw(add(mul(n(4), x), n(2)), -1);
+    atoms[12] = ch_sqrt(ctx, n(6));
+    unsigned seed = 12345;
+    for (int trial = 0; trial < 3000; trial++) {
+        const ch_expr *ops[6];
+        int k = 2 + (int)((seed = seed * 1103515245 + 12345) >> 16) % 5;
+        for (int i = 0; i < k; i++)
+            ops[i] = atoms[((seed = seed * 1103515245 + 12345) >> 16) % 13];
+        const ch_expr *s1 = ch_add_n(ctx, (size_t)k, ops), *p1 = ch_mul_n(ctx, (size_t)k, ops);
+        const ch_expr *s2 = n(0), *p2 = n(1);
+        for (int i = k - 1; i >= 0; i--) {
+            s2 = add(ops[i], s2);
+            p2 = mul(p2, ops[i]);
+        }
+        CHECK(s1 == s2);
+        CHECK(p1 == p2);
+    }
+}
+
+int main(void)
+{
+    ctx = ch_ctx_new();
+    x = ch_symbol(ctx, "x", CH_SYM_COORD, NULL, 0, 0);
+    y = ch_symbol(ctx, "y", CH_SYM_COORD, NULL, 0, 1);
+    z = ch_symbol(ctx, "z", CH_SYM_COORD, NULL, 0, 2);
+    RUN(test_interning);
+    RUN(test_identities);
+    RUN(test_numbers);
+    RUN(test_errors);
+    RUN(test_functions);
+    RUN(test_inspection);
+    RUN(test_node_limit);
+    RUN(test_canonical_shuffle);
+    ch_ctx_free(ctx);
+    return check_summary("test_expr");
+}
