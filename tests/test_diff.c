@@ -1,0 +1,183 @@
+/* test_diff.c — partial and total derivatives (against finite differences
+ * on random expressions) and substitution. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "diff.h"
+#include "eval.h"
+#include "expr.h"
+#include "randexpr.h"
+#include "subst.h"
+
+static ch_ctx *ctx;
+static const ch_expr *x, *y, *z, *t, *q, *qt, *qtt, *k;
+
+static double ev(const ch_expr *e, const double *v) { return ch_eval_d(ctx, e, v); }
+
+/* Central difference with one Richardson step: O(h^4). */
+static double fd(const ch_expr *e, double *v, uint32_t sid, double h)
+{
+    double v0 = v[sid], d[2];
+    for (int i = 0; i < 2; i++) {
+        double hh = i ? h / 2 : h;
+        v[sid] = v0 + hh;
+        double fp = ev(e, v);
+        v[sid] = v0 - hh;
+        double fm = ev(e, v);
+        d[i] = (fp - fm) / (2 * hh);
+    }
+    v[sid] = v0;
+    return (4 * d[1] - d[0]) / 3;
+}
+
+static void test_partial_property(void)
+{
+    rx_rng r = {20261202};
+    const ch_expr *syms[3] = {x, y, z};
+    double *v = calloc(ch_ctx_nsyms(ctx), sizeof *v);
+    int compared = 0;
+    for (int trial = 0; trial < 1200; trial++) {
+        const ch_expr *e = rx_expr(ctx, &r, syms, 3, 4);
+        const ch_expr *var = syms[rx_int(&r, 3)];
+        const ch_expr *de = ch_diff(ctx, e, var);
+        CHECK(de != NULL);
+        if (!de) continue;
+        CHECK(ch_diff(ctx, e, var) == de); /* memoized: same node */
+        for (int i = 0; i < 3; i++) v[syms[i]->sym->sid] = rx_point(&r, 0);
+        double exact = ev(de, v), f = ev(e, v);
+        double approx = fd(e, v, var->sym->sid, 1e-3);
+        if (!isfinite(exact) || !isfinite(approx) || !isfinite(f)
+            || fabs(exact) > 1e4 || fabs(f) > 1e4)
+            continue; /* near a pole: finite differences mean nothing */
+        compared++;
+        CHECK_MSG(fabs(exact - approx) <= 1e-6 * fmax(1, fabs(exact)),
+                  "trial %d: d/d%s exact %.15g fd %.15g", trial,
+                  var->sym->name, exact, approx);
+    }
+    CHECK_MSG(compared >= 1000, "only %d comparisons", compared);
+    free(v);
+}
+
+/* Along q(t) = a + b t + c t^2 + d t^3, d/dt F(t, q, q') computed by
+ * ch_diff_t must equal the finite difference of F along the path. */
+static void test_total_property(void)
+{
+    rx_rng r = {7};
+    const ch_expr *syms[4] = {t, q, qt, k};
+    double *v = calloc(ch_ctx_nsyms(ctx), sizeof *v);
+    int compared = 0;
+    for (int trial = 0; trial < 1000; trial++) {
+        const ch_expr *e = rx_expr(ctx, &r, syms, 4, 4);
+        const ch_expr *de = ch_diff_t(ctx, e);
+        CHECK(de != NULL);
+        if (!de) continue;
+        double a = rx_unif(&r, -1, 1), b = rx_unif(&r, -1, 1),
+               c = rx_unif(&r, -1, 1), d = rx_unif(&r, -1, 1);
+        double t0 = rx_point(&r, 0), h = 1e-4;
+        v[k->sym->sid] = rx_point(&r, 0);
+        double g[4];
+        static const double off[4] = {1, -1, 0.5, -0.5};
+        for (int i = 0; i < 4; i++) {
+            double tt = t0 + off[i] * h;
+            v[t->sym->sid] = tt;
+            v[q->sym->sid] = a + tt * (b + tt * (c + tt * d));
+            v[qt->sym->sid] = b + tt * (2 * c + 3 * d * tt);
+            g[i] = ev(e, v);
+        }
+        double approx = (4 * (g[2] - g[3]) / h - (g[0] - g[1]) / (2 * h)) / 3;
+        v[t->sym->sid] = t0;
+        v[q->sym->sid] = a + t0 * (b + t0 * (c + t0 * d));
+        v[qt->sym->sid] = b + t0 * (2 * c + 3 * d * t0);
+        v[qtt->sym->sid] = 2 * c + 6 * d * t0;
+        double exact = ev(de, v), f = ev(e, v);
+        if (!isfinite(exact) || !isfinite(approx) || fabs(exact) > 1e4
+            || fabs(f) > 1e4)
+            continue;
+        compared++;
+        CHECK_MSG(fabs(exact - approx) <= 1e-6 * fmax(1, fabs(exact)),
+                  "trial %d: exact %.15g fd %.15g", trial, exact, approx);
+    }
+    CHECK_MSG(compared >= 800, "only %d comparisons", compared);
+    free(v);
+}
+
+static void test_rules(void)
+{
+    const ch_expr *two = ch_num_si(ctx, 2);
+    CHECK(ch_diff(ctx, ch_mul(ctx, x, y), x) == y);
+    CHECK(ch_diff(ctx, ch_pow_si(ctx, x, 3), x) == ch_mul(ctx, ch_num_si(ctx, 3), ch_pow_si(ctx, x, 2)));
+    CHECK(ch_diff(ctx, ch_fun1(ctx, CH_F_SIN, x), x) == ch_fun1(ctx, CH_F_COS, x));
+    CHECK(ch_is_zero(ch_diff(ctx, ch_fun1(ctx, CH_F_SIN, y), x)));
+    CHECK(ch_diff(ctx, ch_fun1(ctx, CH_F_EXP, ch_mul(ctx, two, x)), x)
+          == ch_mul(ctx, two, ch_fun1(ctx, CH_F_EXP, ch_mul(ctx, two, x))));
+    CHECK(ch_diff(ctx, ch_fun1(ctx, CH_F_LOG, x), x) == ch_pow_si(ctx, x, -1));
+    CHECK(ch_diff(ctx, x, two) == NULL); /* only symbols are variables */
+    ch_ctx_clear_error(ctx);
+    CHECK(ch_diff(ctx, NULL, x) == NULL);
+    CHECK(ch_diff(ctx, x, ch_add(ctx, x, y)) == NULL);
+    ch_ctx_clear_error(ctx);
+    /* x^y */
+    const ch_expr *p = ch_pow(ctx, x, y);
+    CHECK(ch_diff(ctx, p, y) == ch_mul(ctx, p, ch_fun1(ctx, CH_F_LOG, x)));
+}
+
+static void test_total(void)
+{
+    /* d/dt (q^2 q') = 2 q q'^2 + q^2 q'' */
+    const ch_expr *e = ch_mul(ctx, ch_pow_si(ctx, q, 2), qt);
+    const ch_expr *want = ch_add(ctx, ch_mul_n(ctx, 3, (const ch_expr *[]){ch_num_si(ctx, 2), q, ch_pow_si(ctx, qt, 2)}),
+                                 ch_mul(ctx, ch_pow_si(ctx, q, 2), qtt));
+    CHECK(ch_diff_t(ctx, e) == want);
+    CHECK(ch_diff_t(ctx, t) == ch_one(ctx));
+    CHECK(ch_is_zero(ch_diff_t(ctx, k))); /* a parameter */
+    CHECK(ch_diff_t(ctx, ch_mul(ctx, t, q)) == ch_add(ctx, q, ch_mul(ctx, t, qt)));
+    CHECK(ch_diff_t(ctx, qtt) == NULL); /* no third derivatives */
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_MATH);
+    ch_ctx_clear_error(ctx);
+}
+
+static void test_subst(void)
+{
+    const ch_expr *one = ch_one(ctx);
+    const ch_expr *e = ch_add(ctx, ch_mul(ctx, x, ch_fun1(ctx, CH_F_SIN, x)), y);
+    const ch_expr *from[1] = {x}, *to[1] = {ch_add(ctx, y, one)};
+    const ch_expr *r = ch_subst(ctx, e, 1, from, to);
+    CHECK(r == ch_add(ctx, ch_mul(ctx, to[0], ch_fun1(ctx, CH_F_SIN, to[0])), y));
+    CHECK(ch_subst(ctx, z, 1, from, to) == z);
+    /* simultaneous: x -> y, y -> x swaps */
+    const ch_expr *f2[2] = {x, y}, *t2[2] = {y, x};
+    CHECK(ch_subst(ctx, ch_sub(ctx, x, ch_pow_si(ctx, y, 2)), 2, f2, t2)
+          == ch_sub(ctx, y, ch_pow_si(ctx, x, 2)));
+    /* substitution that makes a sum vanish, inside a power */
+    const ch_expr *to0[1] = {ch_neg(ctx, y)};
+    CHECK(ch_subst(ctx, ch_pow_si(ctx, ch_add(ctx, x, y), 2), 1, from, to0) == ch_zero(ctx));
+    /* ... and a division by it fails cleanly */
+    CHECK(ch_subst(ctx, ch_pow_si(ctx, ch_add(ctx, x, y), -1), 1, from, to0) == NULL);
+    ch_ctx_clear_error(ctx);
+    const ch_expr *in[2] = {ch_mul(ctx, x, y), ch_fun1(ctx, CH_F_COS, x)}, *out[2];
+    CHECK(ch_subst_many(ctx, 2, in, out, 1, from, to) == 0);
+    CHECK(out[0] == ch_mul(ctx, to[0], y) && out[1] == ch_fun1(ctx, CH_F_COS, to[0]));
+}
+
+int main(void)
+{
+    ctx = ch_ctx_new();
+    x = ch_symbol(ctx, "x", CH_SYM_OTHER, NULL, 0, -1);
+    y = ch_symbol(ctx, "y", CH_SYM_OTHER, NULL, 0, -1);
+    z = ch_symbol(ctx, "z", CH_SYM_OTHER, NULL, 0, -1);
+    t = ch_symbol(ctx, "t", CH_SYM_TIME, NULL, 0, -1);
+    q = ch_symbol(ctx, "q", CH_SYM_COORD, NULL, 0, 0);
+    qt = ch_symbol(ctx, "q_t", CH_SYM_VEL, "q", 1, 0);
+    qtt = ch_symbol(ctx, "q_tt", CH_SYM_ACC, "q", 2, 0);
+    k = ch_symbol(ctx, "k", CH_SYM_PARAM, NULL, 0, 0);
+    ch_symbol_set_dot(ctx, q, qt);
+    ch_symbol_set_dot(ctx, qt, qtt);
+    RUN(test_rules);
+    RUN(test_total);
+    RUN(test_subst);
+    RUN(test_partial_property);
+    RUN(test_total_property);
+    ch_ctx_free(ctx);
+    return check_summary("test_diff");
+}
