@@ -11,41 +11,59 @@
 #include "simplify.h"
 
 typedef struct {
-    const char *key, *title, *ref, *symbol;
+    const char *key, *title, *latex, *ref, *symbol;
 } entry_spec;
 
 static const entry_spec specs[] = {
-    {"model", "Model", NULL, NULL},
-    {"coordinates", "Coordinates", NULL, "q"},
-    {"velocities", "Velocities", NULL, "q'"},
-    {"parameters", "Parameters", NULL, NULL},
-    {"lagrangian", "Lagrangian", NULL, "L"},
-    {"momenta", "Momenta p_i = dL/dq'_i", "000 eq. 30", "p"},
-    {"mass_matrix", "Mass matrix M_ij = d2L/dq'_i dq'_j", "000 eq. 31", "M"},
+    {"model", "Model", "Model", NULL, NULL},
+    {"coordinates", "Coordinates", "Coordinates $q_i$", NULL, "q"},
+    {"velocities", "Velocities", "Velocities $\\dot q_i$", NULL, "q'"},
+    {"parameters", "Parameters", "Parameters", NULL, NULL},
+    {"lagrangian", "Lagrangian", "Lagrangian $L(t, q, \\dot q)$", NULL, "L"},
+    {"momenta", "Momenta p_i = dL/dq'_i",
+     "Momenta $p_i = \\partial L/\\partial \\dot q_i$", "000 eq. 30", "p"},
+    {"mass_matrix", "Mass matrix M_ij = d2L/dq'_i dq'_j",
+     "Mass matrix $M_{ij} = \\partial^2 L/\\partial \\dot q_i \\partial \\dot q_j$",
+     "000 eq. 31", "M"},
     {"euler_lagrange", "Euler-Lagrange terms E_i = d/dt p_i - dL/dq_i",
+     "Euler--Lagrange terms $E_i = \\frac{d}{dt} p_i - \\partial L/\\partial q_i$",
      "000 eq. 27-29", "E"},
-    {"forces", "Generalized forces Q_i", NULL, "Q"},
-    {"constraints", "Constraints phi_nu = 0 (velocity level)", "001 eq. 2", "phi"},
-    {"constraint_jacobian",
-     "Chetaev coefficients G_nu,i = dphi_nu/dq'_i", "001 eq. 7", "G"},
+    {"forces", "Generalized forces Q_i", "Generalized forces $Q_i$", NULL, "Q"},
+    {"constraints", "Constraints phi_nu = 0 (velocity level)",
+     "Constraints $\\varphi_\\nu = 0$ (velocity level)", "001 eq. 2", "phi"},
+    {"constraint_jacobian", "Chetaev coefficients G_nu,i = dphi_nu/dq'_i",
+     "Chetaev coefficients $G_{\\nu i} = \\partial \\varphi_\\nu/\\partial \\dot q_i$",
+     "001 eq. 7", "G"},
     {"constraint_bias", "Constraint bias c_nu = dphi_nu/dt + q'_j dphi_nu/dq_j",
+     "Constraint bias $c_\\nu = \\partial_t \\varphi_\\nu + \\dot q_j \\partial \\varphi_\\nu/\\partial q_j$",
      "000 eq. 33", "c"},
-    {"reactions", "Reactions R_i = lambda_nu G_nu,i", "001 eq. 6", "R"},
-    {"energy", "Energy E = q'_i p_i - L", "001 eq. 16", "E"},
-    {"energy_balance", "Energy balance dE/dt", "001 eq. 20", NULL},
-    {"homogeneity", "Homogeneity degrees of the constraints", NULL, NULL},
-    {"energy_conserved", "Energy conserved", NULL, NULL},
-    {"dependent", "Dependent velocities", "001 eq. 9", NULL},
-    {"independent", "Independent velocities", "001 eq. 9", NULL},
-    {"alpha", "Dependent velocities solved: q'_dep = alpha", "001 eq. 9", NULL},
-    {"L_star", "Reduced Lagrangian L*", "001 eq. 13", "L*"},
-    {"energy_star", "Reduced energy E*", "001 eq. 17", "E*"},
-    {"alpha_bar", "alpha_bar = q'_r dalpha/dq'_r", "001 eq. 18", NULL},
-    {"reduced_mass_matrix", "Reduced mass matrix M*", "001 eq. 14", "M*"},
-    {"reduced_equations", "Reduced equations", "001 eq. 14", NULL},
-    {"momenta_star", "Momenta y*_r = dL*/dq'_r", "002 eq. 4.10", "y*"},
-    {"H_star", "Hamiltonian H*", "002 eq. 4.13", "H*"},
-    {"poincare_hamilton", "Poincare-Hamilton equations", "002 eq. 4.17", NULL},
+    {"reactions", "Reactions R_i = lambda_nu G_nu,i",
+     "Reactions $R_i = \\lambda_\\nu G_{\\nu i}$", "001 eq. 6", "R"},
+    {"energy", "Energy E = q'_i p_i - L", "Energy $E = \\dot q_i p_i - L$",
+     "001 eq. 16", "E"},
+    {"energy_balance", "Energy balance dE/dt", "Energy balance $dE/dt$",
+     "001 eq. 20", NULL},
+    {"homogeneity", "Homogeneity degrees of the constraints",
+     "Homogeneity degrees of the constraints", NULL, NULL},
+    {"energy_conserved", "Energy conserved", "Energy conserved", NULL, NULL},
+    {"dependent", "Dependent velocities", "Dependent velocities", "001 eq. 9", NULL},
+    {"independent", "Independent velocities", "Independent velocities",
+     "001 eq. 9", NULL},
+    {"alpha", "Dependent velocities solved: q'_dep = alpha",
+     "Dependent velocities solved, $\\dot q_{m+\\nu} = \\alpha_\\nu$", "001 eq. 9", NULL},
+    {"L_star", "Reduced Lagrangian L*", "Reduced Lagrangian $L^*$", "001 eq. 13", "L*"},
+    {"energy_star", "Reduced energy E*", "Reduced energy $E^*$", "001 eq. 17", "E*"},
+    {"alpha_bar", "alpha_bar = q'_r dalpha/dq'_r",
+     "$\\bar\\alpha_\\nu = \\dot q_r \\partial\\alpha_\\nu/\\partial \\dot q_r$",
+     "001 eq. 18", NULL},
+    {"reduced_mass_matrix", "Reduced mass matrix M*", "Reduced mass matrix $M^*$",
+     "001 eq. 14", "M*"},
+    {"reduced_equations", "Reduced equations", "Reduced equations", "001 eq. 14", NULL},
+    {"momenta_star", "Momenta y*_r = dL*/dq'_r",
+     "Momenta $y^*_r = \\partial L^*/\\partial \\dot q_r$", "002 eq. 4.10", "y*"},
+    {"H_star", "Hamiltonian H*", "Hamiltonian $H^*$", "002 eq. 4.13", "H*"},
+    {"poincare_hamilton", "Poincare-Hamilton equations",
+     "Poincar\\'e--Hamilton equations", "002 eq. 4.17", NULL},
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
@@ -149,6 +167,7 @@ int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
     for (size_t i = 0; i < NSPECS; i++) {
         d->entry[i].key = specs[i].key;
         d->entry[i].title = specs[i].title;
+        d->entry[i].latex_title = specs[i].latex;
         d->entry[i].ref = specs[i].ref;
         d->entry[i].symbol = specs[i].symbol;
         d->entry[i].note = "not derived by this version";

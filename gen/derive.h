@@ -23,7 +23,8 @@ typedef enum {
 
 typedef struct {
     const char *key;    /* SPEC §3 key */
-    const char *title;  /* heading in text and LaTeX */
+    const char *title;  /* heading in text */
+    const char *latex_title; /* heading in LaTeX (LaTeX source) */
     const char *ref;    /* equation in the seeds ("000 eq. 31") or NULL */
     ch_entry_kind kind;
     size_t rows, cols;

@@ -161,7 +161,7 @@ static void latex_names(ch_buf *o, const ch_derivation *d, const ch_entry *e)
 static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
 {
     ch_buf_put(o, "\n\\section*{");
-    latex_escape(o, e->title);
+    ch_buf_put(o, e->latex_title);
     if (e->ref) ch_buf_printf(o, " \\normalfont\\small(%s)", e->ref);
     ch_buf_put(o, "}\n");
     switch (e->kind) {
