@@ -1,0 +1,1274 @@
+/* simplify.c — expansion and the polynomial normal form over atoms.
+ *
+ * Expansion works on the DAG with the canonical constructors and never
+ * builds long chains of binary additions: a product of sums is multiplied
+ * out as lists of (coefficient, term) pairs and each list is folded by one
+ * ch_lincomb, which sorts and merges in O(n log n).
+ *
+ * The normal form runs in two passes over the expression. The first finds
+ * the atoms (the variables of the FLINT ring) and ranks them: a root atom
+ * r = b^(1/L) ranks above every atom of its radicand b, so that with
+ * lexicographic order the relation r^L - b has leading monomial r^L; cos(u)
+ * is placed just before sin(u) and cosh(u) before sinh(u), so the leading
+ * monomials of the trigonometric relations are cos(u)^2 and cosh(u)^2. These
+ * leading monomials are pairwise coprime, which makes the relations a
+ * Groebner basis (Buchberger's first criterion) and the remainder of
+ * fmpq_mpoly_divrem_ideal a canonical representative. The second pass maps
+ * every node to a fraction num/den of polynomials (cached per node), reducing
+ * numerators as it goes to keep them small.
+ *
+ * FLINT aborts on division by zero, so every division is preceded by a
+ * zero test, and every polynomial is bounded in length and degree: past the
+ * bounds the normal form gives up (-1) instead of exhausting memory. */
+#include "simplify.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Expansion refuses to build sums with more terms than this, powers of
+ * sums beyond EX_MAX_POW (their binomial coefficients alone would be
+ * huge), and one product of sums that needs more term multiplications
+ * than EX_MAX_WORK. */
+#define EX_MAX_TERMS 50000
+#define EX_MAX_POW 4096
+#define EX_MAX_WORK 4000000.0
+/* Nested re-expansion depth (products of roots folding back into sums). */
+#define EX_MAX_DEPTH 64
+/* Normal-form bounds: terms of one polynomial, terms of a product before it
+ * is formed, total degree, order of a root. */
+#define NF_MAX_TERMS 20000
+#define NF_MAX_PRODUCT 4000000.0
+#define NF_MAX_DEG 1024
+#define NF_MAX_ROOT 720
+
+/* ======================================================================
+ * expand
+ * ====================================================================== */
+
+/* A sum under construction: sum c[i] * e[i] (a constant is a term 1). */
+typedef struct {
+    fmpq *c;
+    const ch_expr **e;
+    size_t n, cap;
+} tlist;
+
+static void tl_init(tlist *l) { memset(l, 0, sizeof *l); }
+
+static void tl_clear(tlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) fmpq_clear(l->c + i);
+    free(l->c);
+    free(l->e);
+    tl_init(l);
+}
+
+static int tl_push(ch_ctx *ctx, tlist *l, const fmpq_t c, const ch_expr *e)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        fmpq *nc = realloc(l->c, cap * sizeof *nc);
+        const ch_expr **ne = nc ? realloc(l->e, cap * sizeof *ne) : NULL;
+        if (nc) l->c = nc;
+        if (!ne) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+        l->e = ne;
+        l->cap = cap;
+    }
+    fmpq_init(l->c + l->n);
+    fmpq_set(l->c + l->n, c);
+    l->e[l->n++] = e;
+    return 0;
+}
+
+/* The terms of an (expanded) expression s. */
+static int tl_from(ch_ctx *ctx, tlist *l, const ch_expr *s)
+{
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    int rc = 0;
+    if (s->kind == CH_ADD) {
+        if (!fmpq_is_zero(s->num)) rc = tl_push(ctx, l, s->num, ch_one(ctx));
+        for (uint32_t i = 0; i < s->n && !rc; i++)
+            rc = tl_push(ctx, l, s->pair[i].c, s->pair[i].e);
+    } else if (s->kind == CH_NUM) {
+        if (!fmpq_is_zero(s->num)) rc = tl_push(ctx, l, s->num, ch_one(ctx));
+    } else {
+        rc = tl_push(ctx, l, one, s);
+    }
+    fmpq_clear(one);
+    return rc;
+}
+
+static const ch_expr *tl_build(ch_ctx *ctx, const tlist *l)
+{
+    return ch_lincomb(ctx, NULL, l->n, l->c, l->e);
+}
+
+static const ch_expr *expand_rec(ch_ctx *ctx, const ch_expr *e, int depth);
+
+/* A product that still has a sum raised to a positive integer power, as
+ * (x+1)^(1/2) * (x+1)^(1/2) * y becomes after merging exponents. */
+static int needs_expand(const ch_expr *t)
+{
+    if (t->kind != CH_MUL) return 0;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->pair[i].e->kind == CH_ADD && fmpz_is_one(fmpq_denref(t->pair[i].c))
+            && fmpq_sgn(t->pair[i].c) > 0)
+            return 1;
+    return 0;
+}
+
+/* l = l * s (s an expanded sum), term by term; *work counts the term
+ * products of the whole expansion. */
+static int tl_mul_sum(ch_ctx *ctx, tlist *l, const ch_expr *s, int depth,
+                      double *work)
+{
+    tlist b, r;
+    tl_init(&b);
+    tl_init(&r);
+    int rc = tl_from(ctx, &b, s);
+    *work += (double)l->n * (double)b.n;
+    if (!rc && ((double)l->n * (double)b.n > EX_MAX_TERMS
+                || *work > EX_MAX_WORK)) {
+        ch_ctx_fail(ctx, CH_ERR_LIMIT, "expansion exceeds %d terms",
+                    EX_MAX_TERMS);
+        rc = -1;
+    }
+    fmpq_t c;
+    fmpq_init(c);
+    for (size_t i = 0; i < l->n && !rc; i++)
+        for (size_t j = 0; j < b.n && !rc; j++) {
+            const ch_expr *t = ch_mul(ctx, l->e[i], b.e[j]);
+            if (t && needs_expand(t)) t = expand_rec(ctx, t, depth + 1);
+            fmpq_mul(c, l->c + i, b.c + j);
+            rc = t ? tl_push(ctx, &r, c, t) : -1;
+        }
+    fmpq_clear(c);
+    tl_clear(&b);
+    if (!rc) {
+        /* merge equal terms before the next factor multiplies them */
+        const ch_expr *sum = tl_build(ctx, &r);
+        tl_clear(l);
+        rc = sum ? tl_from(ctx, l, sum) : -1;
+    }
+    tl_clear(&r);
+    return rc;
+}
+
+/* Multinomial expansion of a power of a sum: the terms
+ * k!/(a_1! ... a_n!) prod (c_i t_i)^(a_i) over sum a_i = k, built directly
+ * (no intermediate powers), chosen exponent by exponent. */
+typedef struct {
+    ch_ctx *ctx;
+    const tlist *b;
+    tlist *out;
+    const ch_expr **fac;
+    int depth, rc;
+} mn_state;
+
+static void mn_rec(mn_state *m, size_t i, ulong r, const fmpq_t coef, size_t nf)
+{
+    if (m->rc) return;
+    const tlist *b = m->b;
+    if (r == 0 || i + 1 == b->n) {
+        fmpq_t c;
+        fmpq_init(c);
+        fmpq_set(c, coef);
+        if (r > 0) { /* the last term takes the rest */
+            fmpq_t p;
+            fmpq_init(p);
+            fmpq_pow_si(p, b->c + i, (slong)r);
+            fmpq_mul(c, c, p);
+            fmpq_clear(p);
+            m->fac[nf++] = ch_pow_si(m->ctx, b->e[i], (slong)r);
+        }
+        const ch_expr *t = ch_mul_n(m->ctx, nf, m->fac);
+        if (t && needs_expand(t)) t = expand_rec(m->ctx, t, m->depth + 1);
+        m->rc = t ? tl_push(m->ctx, m->out, c, t) : -1;
+        fmpq_clear(c);
+        return;
+    }
+    fmpq_t c, p;
+    fmpz_t bin;
+    fmpq_init(c);
+    fmpq_init(p);
+    fmpz_init(bin);
+    for (ulong a = 0; a <= r && !m->rc; a++) {
+        fmpz_bin_uiui(bin, r, a);
+        fmpq_pow_si(p, b->c + i, (slong)a);
+        fmpq_mul_fmpz(c, p, bin);
+        fmpq_mul(c, c, coef);
+        if (a > 0) m->fac[nf] = ch_pow_si(m->ctx, b->e[i], (slong)a);
+        mn_rec(m, i + 1, r - a, c, nf + (a > 0));
+    }
+    fmpq_clear(c);
+    fmpq_clear(p);
+    fmpz_clear(bin);
+}
+
+/* s^k for an expanded sum s, expanded; NULL (limit error) when it would
+ * have more than EX_MAX_TERMS terms. */
+static const ch_expr *expand_power(ch_ctx *ctx, const ch_expr *s, ulong k,
+                                   int depth)
+{
+    tlist b, out;
+    tl_init(&b);
+    tl_init(&out);
+    const ch_expr *res = NULL;
+    const ch_expr **fac = NULL;
+    if (tl_from(ctx, &b, s)) goto oom;
+    /* C(n + k - 1, k) terms */
+    double count = 1;
+    for (ulong i = 1; i <= k && count <= EX_MAX_TERMS; i++)
+        count = count * (double)(b.n - 1 + i) / (double)i;
+    if (count > EX_MAX_TERMS) {
+        ch_ctx_fail(ctx, CH_ERR_LIMIT, "expansion exceeds %d terms",
+                    EX_MAX_TERMS);
+        goto out;
+    }
+    fac = malloc((b.n ? b.n : 1) * sizeof *fac);
+    if (!fac) goto oom;
+    mn_state m = {ctx, &b, &out, fac, depth, 0};
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    mn_rec(&m, 0, k, one, 0);
+    fmpq_clear(one);
+    if (!m.rc) res = tl_build(ctx, &out);
+    goto out;
+oom:
+    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+out:
+    free(fac);
+    tl_clear(&b);
+    tl_clear(&out);
+    return res;
+}
+
+static const ch_expr *expand_mul(ch_ctx *ctx, const ch_expr *e, int depth)
+{
+    size_t n = e->n, nf = 0, ns = 0;
+    const ch_expr **f = calloc(n, sizeof *f);
+    const ch_expr **sum = calloc(n, sizeof *sum);
+    ulong *pw = malloc(n * sizeof *pw);
+    const ch_expr *res = NULL;
+    tlist l;
+    tl_init(&l);
+    if (!f || !sum || !pw) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ch_pair *p = &e->pair[i];
+        const ch_expr *b = expand_rec(ctx, p->e, depth);
+        if (!b) goto out;
+        if (b->kind == CH_ADD && fmpz_is_one(fmpq_denref(p->c))
+            && fmpq_sgn(p->c) > 0) {
+            if (!fmpz_fits_si(fmpq_numref(p->c))
+                || fmpz_get_si(fmpq_numref(p->c)) > EX_MAX_POW) {
+                ch_ctx_fail(ctx, CH_ERR_LIMIT, "expansion of a power too large");
+                goto out;
+            }
+            sum[ns] = b;
+            pw[ns++] = fmpz_get_ui(fmpq_numref(p->c));
+        } else {
+            f[nf] = ch_pow_q(ctx, b, p->c);
+            if (!f[nf]) goto out;
+            nf++;
+        }
+    }
+    const ch_expr *m = ch_mul_n(ctx, nf, f);
+    if (!m) goto out;
+    if (ns == 0 && needs_expand(m)) {
+        res = depth < EX_MAX_DEPTH ? expand_rec(ctx, ch_scale(ctx, e->num, m),
+                                                depth + 1)
+                                   : ch_scale(ctx, e->num, m);
+        goto out;
+    }
+    if (tl_push(ctx, &l, e->num, m)) goto out;
+    double work = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const ch_expr *p = pw[i] == 1 ? sum[i]
+                                      : expand_power(ctx, sum[i], pw[i], depth);
+        if (!p || tl_mul_sum(ctx, &l, p, depth, &work)) goto out;
+    }
+    res = tl_build(ctx, &l);
+out:
+    tl_clear(&l);
+    free(f);
+    free(sum);
+    free(pw);
+    return res;
+}
+
+static const ch_expr *expand_add(ch_ctx *ctx, const ch_expr *e, int depth)
+{
+    const ch_expr **t = malloc(e->n * sizeof *t);
+    fmpq *c = malloc(e->n * sizeof *c);
+    const ch_expr *res = NULL;
+    if (!t || !c) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        free(t);
+        free(c);
+        return NULL;
+    }
+    int same = 1;
+    size_t i;
+    for (i = 0; i < e->n; i++) {
+        t[i] = expand_rec(ctx, e->pair[i].e, depth);
+        if (!t[i]) break;
+        same &= t[i] == e->pair[i].e;
+        c[i] = *e->pair[i].c; /* shallow view, never cleared here */
+    }
+    if (i == e->n) res = same ? e : ch_lincomb(ctx, e->num, e->n, c, t);
+    free(t);
+    free(c);
+    return res;
+}
+
+static const ch_expr *expand_node(ch_ctx *ctx, const ch_expr *e, int depth)
+{
+    switch (e->kind) {
+    case CH_ADD:
+        return expand_add(ctx, e, depth);
+    case CH_MUL:
+        return expand_mul(ctx, e, depth);
+    case CH_POW: {
+        const ch_expr *b = expand_rec(ctx, e->arg[0], depth);
+        const ch_expr *x = expand_rec(ctx, e->arg[1], depth);
+        if (b == e->arg[0] && x == e->arg[1]) return e;
+        return ch_pow(ctx, b, x);
+    }
+    case CH_FUN: {
+        const ch_expr *a = expand_rec(ctx, e->arg[0], depth);
+        if (e->fun == CH_F_ATAN2) {
+            const ch_expr *x = expand_rec(ctx, e->arg[1], depth);
+            if (a == e->arg[0] && x == e->arg[1]) return e;
+            return ch_atan2(ctx, a, x);
+        }
+        if (a == e->arg[0]) return e;
+        return ch_fun1(ctx, (ch_fun)e->fun, a);
+    }
+    default:
+        return e;
+    }
+}
+
+static const ch_expr *expand_rec(ch_ctx *ctx, const ch_expr *e, int depth)
+{
+    if (!e) return NULL;
+    if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
+    ch_map *memo = ch_ctx_memo(ctx, CH_MEMO_EXPAND);
+    const ch_expr *r = ch_map_get(memo, e->id);
+    if (r) return r;
+    if (depth > EX_MAX_DEPTH) {
+        ch_ctx_fail(ctx, CH_ERR_LIMIT, "expansion nested too deeply");
+        return NULL;
+    }
+    r = expand_node(ctx, e, depth);
+    if (!r) return NULL;
+    /* an expanded expression is its own expansion */
+    if (ch_map_put(memo, e->id, (void *)r)
+        || (r != e && ch_map_put(memo, r->id, (void *)r))) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return r;
+}
+
+const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e)
+{
+    return expand_rec(ctx, e, 0);
+}
+
+/* ======================================================================
+ * normal form: atoms
+ * ====================================================================== */
+
+typedef enum { AT_PLAIN, AT_CIRC, AT_HYP, AT_ROOT } atom_kind;
+
+typedef struct nf_frac {
+    fmpq_mpoly_t num, den;
+    struct nf_frac *next; /* the state's list of cached fractions */
+} nf_frac;
+
+typedef struct {
+    const ch_expr *e;    /* the expression the variable stands for */
+    const ch_expr *base; /* AT_ROOT: the (expanded) radicand */
+    atom_kind kind;
+    ulong q;             /* AT_ROOT: e = base^(1/q), q the lcm of orders */
+    /* AT_ROOT, set when its relation is in place. A radicand n/d with a
+     * denominator gets the variable rho = (n d^(2q-1))^(1/q) = e d^2, a
+     * root of a polynomial (d^(2q) >= 0 keeps principal roots exact), and
+     * e = rho / d^2; bf is the radicand's fraction then. */
+    int ready;
+    const nf_frac *bf;
+    int rank;            /* roots rank above the atoms of their radicand */
+    uint32_t group;      /* cos(u), sin(u) share group u->id */
+    int sub;             /* 0 for cos/cosh (first in the order), 1 for sin */
+    int partner;         /* AT_CIRC/AT_HYP: index of the other function */
+    slong var;           /* FLINT variable */
+} nf_atom;
+
+typedef struct {
+    ch_ctx *ctx;
+    nf_atom *atoms;
+    size_t natoms, cap;
+    ch_map atom_of; /* canonical atom expr id -> atom index + 1 */
+    ch_map root_of; /* expanded radicand id -> atom index + 1 */
+    ch_map seen;    /* pass 1: node id -> highest atom rank below + 1 */
+    ch_map canon;   /* FUN/POW node id -> its canonical form */
+    /* pass 2 */
+    int have_mctx;
+    fmpq_mpoly_ctx_t mctx;
+    fmpq_mpoly_struct *rel, *quo;
+    fmpq_mpoly_struct **relp, **quop;
+    slong nrel;
+    ch_map val;       /* node id -> nf_frac* */
+    nf_frac *fracs;   /* every cached fraction, for clearing */
+    const ch_expr **var_expr; /* FLINT variable -> expression */
+    size_t nalloc;            /* rel/quo polynomials initialised */
+    ch_status why;            /* first reason of failure, for ch_simplify */
+    const char *msg;
+} nf_state;
+
+static void nf_init(nf_state *s, ch_ctx *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    ch_map_init(&s->atom_of);
+    ch_map_init(&s->root_of);
+    ch_map_init(&s->seen);
+    ch_map_init(&s->canon);
+    ch_map_init(&s->val);
+}
+
+static void nf_clear(nf_state *s)
+{
+    if (s->have_mctx) {
+        for (nf_frac *f = s->fracs, *next; f; f = next) {
+            next = f->next;
+            fmpq_mpoly_clear(f->num, s->mctx);
+            fmpq_mpoly_clear(f->den, s->mctx);
+            free(f);
+        }
+        for (size_t i = 0; i < s->nalloc; i++) {
+            fmpq_mpoly_clear(s->rel + i, s->mctx);
+            fmpq_mpoly_clear(s->quo + i, s->mctx);
+        }
+        fmpq_mpoly_ctx_clear(s->mctx);
+    }
+    free(s->rel);
+    free(s->quo);
+    free(s->relp);
+    free(s->quop);
+    free(s->var_expr);
+    free(s->atoms);
+    ch_map_free(&s->atom_of);
+    ch_map_free(&s->root_of);
+    ch_map_free(&s->seen);
+    ch_map_free(&s->canon);
+    ch_map_free(&s->val);
+}
+
+/* The canonical form of a FUN or POW node: arguments expanded, tan and
+ * tanh as quotients (the constructors already pull the sign out of odd and
+ * even functions: sin(-u) = -sin(u)). A node that is its own canonical form
+ * is an atom; otherwise its canonical form is converted in its place. */
+static const ch_expr *canon_node(nf_state *s, const ch_expr *e)
+{
+    const ch_expr *c = ch_map_get(&s->canon, e->id);
+    if (c) return c;
+    ch_ctx *ctx = s->ctx;
+    const ch_expr *a = ch_expand(ctx, e->arg[0]);
+    if (e->kind == CH_POW) {
+        c = ch_pow(ctx, a, ch_expand(ctx, e->arg[1]));
+    } else if (e->fun == CH_F_ATAN2) {
+        c = ch_atan2(ctx, a, ch_expand(ctx, e->arg[1]));
+    } else if (e->fun == CH_F_TAN || e->fun == CH_F_TANH) {
+        int circ = e->fun == CH_F_TAN;
+        c = ch_div(ctx, ch_fun1(ctx, circ ? CH_F_SIN : CH_F_SINH, a),
+                   ch_fun1(ctx, circ ? CH_F_COS : CH_F_COSH, a));
+    } else {
+        c = ch_fun1(ctx, (ch_fun)e->fun, a);
+    }
+    if (!c || ch_map_put(&s->canon, e->id, (void *)c)) return NULL;
+    return c;
+}
+
+static int atom_new(nf_state *s, const ch_expr *e, atom_kind kind)
+{
+    if (s->natoms == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        nf_atom *a = realloc(s->atoms, cap * sizeof *a);
+        if (!a) return -1;
+        s->atoms = a;
+        s->cap = cap;
+    }
+    nf_atom *a = &s->atoms[s->natoms];
+    memset(a, 0, sizeof *a);
+    a->e = e;
+    a->kind = kind;
+    a->group = e->id;
+    a->partner = -1;
+    return (int)s->natoms++;
+}
+
+/* Registers sin/cos (or sinh/cosh) of a as a pair of atoms. */
+static int add_trig_pair(nf_state *s, const ch_expr *a, int circ)
+{
+    const ch_expr *c = ch_fun1(s->ctx, circ ? CH_F_COS : CH_F_COSH, a);
+    const ch_expr *sn = ch_fun1(s->ctx, circ ? CH_F_SIN : CH_F_SINH, a);
+    if (!c || !sn) return -1;
+    const ch_expr *pair[2] = {c, sn};
+    int idx[2];
+    for (int k = 0; k < 2; k++) {
+        uintptr_t v = (uintptr_t)ch_map_get(&s->atom_of, pair[k]->id);
+        if (v) {
+            idx[k] = (int)v - 1;
+            continue;
+        }
+        idx[k] = atom_new(s, pair[k], AT_PLAIN);
+        if (idx[k] < 0
+            || ch_map_put(&s->atom_of, pair[k]->id, (void *)(uintptr_t)(idx[k] + 1)))
+            return -1;
+    }
+    /* a relation only when both really are function nodes of a */
+    if (c->kind == CH_FUN && sn->kind == CH_FUN && c->arg[0] == a
+        && sn->arg[0] == a) {
+        for (int k = 0; k < 2; k++) {
+            nf_atom *at = &s->atoms[idx[k]];
+            at->kind = circ ? AT_CIRC : AT_HYP;
+            at->group = a->id;
+            at->sub = k;
+            at->partner = idx[1 - k];
+        }
+    }
+    return 0;
+}
+
+static int add_plain(nf_state *s, const ch_expr *e)
+{
+    if (ch_map_get(&s->atom_of, e->id)) return 0;
+    if (e->kind == CH_FUN
+        && (e->fun == CH_F_SIN || e->fun == CH_F_COS || e->fun == CH_F_SINH
+            || e->fun == CH_F_COSH))
+        return add_trig_pair(s, e->arg[0],
+                             e->fun == CH_F_SIN || e->fun == CH_F_COS);
+    int i = atom_new(s, e, AT_PLAIN);
+    if (i < 0 || ch_map_put(&s->atom_of, e->id, (void *)(uintptr_t)(i + 1)))
+        return -1;
+    return 0;
+}
+
+static int collect(nf_state *s, const ch_expr *e);
+static int add_root_atom(nf_state *s, const ch_expr *b, const fmpq_t ex);
+
+/* The radicand of a root in a form shared by its positive multiples:
+ * expand(base) = c * b with c > 0 and b's leading coefficient +-1, so that
+ * sqrt(2 + 2x) and sqrt(1 + x) share the atom sqrt(1 + x). Numbers are
+ * their own radicands (the constructors keep them canonical). */
+static const ch_expr *radicand(nf_state *s, const ch_expr *base, fmpq_t c)
+{
+    const ch_expr *b = ch_expand(s->ctx, base);
+    fmpq_one(c);
+    if (!b) return NULL;
+    if (b->kind == CH_ADD) fmpq_abs(c, b->pair[0].c);
+    else if (b->kind == CH_MUL) fmpq_abs(c, b->num);
+    if (fmpq_is_one(c)) return b;
+    fmpq_t ic;
+    fmpq_init(ic);
+    fmpq_inv(ic, c);
+    b = ch_scale(s->ctx, ic, b);
+    fmpq_clear(ic);
+    return b;
+}
+
+/* c^ex for the content c of a radicand, as an expression. */
+static const ch_expr *content_pow(nf_state *s, const fmpq_t c, const fmpq_t ex)
+{
+    return ch_pow_q(s->ctx, ch_num_q(s->ctx, c), ex);
+}
+
+/* Registers the root atom of base^(p/q); returns its rank or -1. */
+static int add_root(nf_state *s, const ch_expr *base, const fmpq_t ex)
+{
+    fmpq_t cont;
+    fmpq_init(cont);
+    const ch_expr *b = radicand(s, base, cont);
+    int crank = 0;
+    if (b && !fmpq_is_one(cont)) {
+        const ch_expr *cp = content_pow(s, cont, ex);
+        crank = cp ? collect(s, cp) : -1;
+        if (crank < 0) b = NULL;
+    }
+    fmpq_clear(cont);
+    int r = add_root_atom(s, b, ex);
+    return r < 0 ? -1 : (r > crank ? r : crank);
+}
+
+/* Registers the root atom b^(1/q) of a normalised radicand b. */
+static int add_root_atom(nf_state *s, const ch_expr *b, const fmpq_t ex)
+{
+    if (!b || !fmpz_fits_si(fmpq_denref(ex))
+        || fmpz_get_si(fmpq_denref(ex)) > NF_MAX_ROOT)
+        return -1;
+    ulong q = fmpz_get_ui(fmpq_denref(ex));
+    uintptr_t v = (uintptr_t)ch_map_get(&s->root_of, b->id);
+    if (v) {
+        nf_atom *a = &s->atoms[v - 1];
+        a->q = a->q / n_gcd(a->q, q) * q;
+        return a->q > NF_MAX_ROOT ? -1 : a->rank;
+    }
+    int rank = collect(s, b);
+    if (rank < 0) return -1;
+    int i = atom_new(s, b, AT_ROOT);
+    if (i < 0 || ch_map_put(&s->root_of, b->id, (void *)(uintptr_t)(i + 1)))
+        return -1;
+    nf_atom *a = &s->atoms[i];
+    a->e = NULL; /* built once q is final */
+    a->base = b;
+    a->q = q;
+    a->rank = rank + 1;
+    return a->rank;
+}
+
+/* Pass 1 over a node: registers atoms. Returns the highest rank of the
+ * atoms below (0 without roots), or -1. */
+static int collect(nf_state *s, const ch_expr *e)
+{
+    uintptr_t v = (uintptr_t)ch_map_get(&s->seen, e->id);
+    if (v) return (int)v - 1;
+    int rank = 0, r;
+    switch (e->kind) {
+    case CH_NUM:
+        break;
+    case CH_SYM:
+        if (add_plain(s, e)) return -1;
+        break;
+    case CH_ADD:
+        for (uint32_t i = 0; i < e->n; i++) {
+            if ((r = collect(s, e->pair[i].e)) < 0) return -1;
+            rank = rank > r ? rank : r;
+        }
+        break;
+    case CH_MUL:
+        for (uint32_t i = 0; i < e->n; i++) {
+            const ch_pair *p = &e->pair[i];
+            r = fmpz_is_one(fmpq_denref(p->c)) ? collect(s, p->e)
+                                                : add_root(s, p->e, p->c);
+            if (r < 0) return -1;
+            rank = rank > r ? rank : r;
+        }
+        break;
+    default: {
+        const ch_expr *c = canon_node(s, e);
+        if (!c) return -1;
+        if (c == e) {
+            if (add_plain(s, e)) return -1;
+        } else if ((rank = collect(s, c)) < 0) {
+            return -1;
+        }
+    }
+    }
+    if (ch_map_put(&s->seen, e->id, (void *)(uintptr_t)(rank + 1))) return -1;
+    return rank;
+}
+
+
+/* ======================================================================
+ * normal form: the ring, fractions and conversion
+ * ====================================================================== */
+
+typedef struct {
+    int rank;
+    uint32_t group, id;
+    int sub;
+    size_t idx;
+} atom_key;
+
+static int key_cmp(const void *x, const void *y)
+{
+    const atom_key *a = x, *b = y;
+    if (a->rank != b->rank) return a->rank > b->rank ? -1 : 1;
+    if (a->group != b->group) return a->group < b->group ? -1 : 1;
+    if (a->sub != b->sub) return a->sub < b->sub ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static void nf_fail(nf_state *s, ch_status code, const char *msg)
+{
+    if (!s->why) {
+        s->why = code;
+        s->msg = msg;
+    }
+}
+
+/* Builds the root expressions, orders the atoms (rank descending, then
+ * cos before sin of the same argument) and creates the FLINT ring. */
+static int nf_setup_ring(nf_state *s)
+{
+    size_t n = s->natoms;
+    atom_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    s->var_expr = malloc((n ? n : 1) * sizeof *s->var_expr);
+    s->rel = malloc((n ? n : 1) * sizeof *s->rel);
+    s->quo = malloc((n ? n : 1) * sizeof *s->quo);
+    s->relp = malloc((n ? n : 1) * sizeof *s->relp);
+    s->quop = malloc((n ? n : 1) * sizeof *s->quop);
+    if (!keys || !s->var_expr || !s->rel || !s->quo || !s->relp || !s->quop) {
+        free(keys);
+        return -1;
+    }
+    fmpq_t ex;
+    fmpq_init(ex);
+    for (size_t i = 0; i < n; i++) {
+        nf_atom *a = &s->atoms[i];
+        if (a->kind == AT_ROOT) {
+            fmpq_set_si(ex, 1, (slong)a->q);
+            a->e = ch_pow_q(s->ctx, a->base, ex);
+            if (!a->e) {
+                fmpq_clear(ex);
+                free(keys);
+                return -1;
+            }
+        }
+        keys[i].rank = a->rank;
+        keys[i].group = a->group;
+        keys[i].sub = a->sub;
+        keys[i].id = a->kind == AT_ROOT ? a->base->id : a->e->id;
+        keys[i].idx = i;
+    }
+    fmpq_clear(ex);
+    if (n > 1) qsort(keys, n, sizeof *keys, key_cmp);
+    for (size_t k = 0; k < n; k++) {
+        s->atoms[keys[k].idx].var = (slong)k;
+        s->var_expr[k] = s->atoms[keys[k].idx].e;
+    }
+    free(keys);
+    fmpq_mpoly_ctx_init(s->mctx, n ? (slong)n : 1, ORD_LEX);
+    s->have_mctx = 1;
+    for (size_t i = 0; i < n; i++) {
+        fmpq_mpoly_init(s->rel + i, s->mctx);
+        fmpq_mpoly_init(s->quo + i, s->mctx);
+        s->relp[i] = s->rel + i;
+        s->quop[i] = s->quo + i;
+    }
+    s->nalloc = n;
+    return 0;
+}
+
+static slong tdeg(nf_state *s, const fmpq_mpoly_t p)
+{
+    if (!fmpq_mpoly_total_degree_fits_si(p, s->mctx)) return WORD_MAX;
+    return fmpq_mpoly_total_degree_si(p, s->mctx);
+}
+
+static int poly_ok(nf_state *s, const fmpq_mpoly_t p)
+{
+    if (fmpq_mpoly_length(p, s->mctx) <= NF_MAX_TERMS
+        && tdeg(s, p) <= NF_MAX_DEG)
+        return 1;
+    nf_fail(s, CH_ERR_LIMIT, "normal form too large");
+    return 0;
+}
+
+/* r = a * b within the bounds (r may alias a or b). */
+static int pmul(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a,
+                const fmpq_mpoly_t b)
+{
+    double la = (double)fmpq_mpoly_length(a, s->mctx);
+    double lb = (double)fmpq_mpoly_length(b, s->mctx);
+    if (la * lb > NF_MAX_PRODUCT || tdeg(s, a) + tdeg(s, b) > NF_MAX_DEG) {
+        nf_fail(s, CH_ERR_LIMIT, "normal form too large");
+        return 0;
+    }
+    fmpq_mpoly_mul(r, a, b, s->mctx);
+    return poly_ok(s, r);
+}
+
+/* r = a^k within the bounds. */
+static int ppow(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a, ulong k)
+{
+    slong len = fmpq_mpoly_length(a, s->mctx);
+    slong d = tdeg(s, a);
+    if (k > 1 && len > 0) {
+        if (d > 0 && (ulong)d > NF_MAX_DEG / k) goto big;
+        /* at most C(len + k - 1, k) monomials */
+        double bound = 1;
+        for (ulong i = 1; i <= k && bound <= NF_MAX_TERMS; i++)
+            bound = bound * (double)(len - 1 + i) / (double)i;
+        if (len > 1 && bound > NF_MAX_TERMS) goto big;
+    }
+    if (!fmpq_mpoly_pow_ui(r, a, k, s->mctx)) goto big;
+    return poly_ok(s, r);
+big:
+    nf_fail(s, CH_ERR_LIMIT, "normal form too large");
+    return 0;
+}
+
+/* Replaces p by its remainder modulo the relations built so far. */
+static int preduce(nf_state *s, fmpq_mpoly_t p)
+{
+    if (s->nrel == 0 || fmpq_mpoly_is_zero(p, s->mctx)) return 1;
+    fmpq_mpoly_t r;
+    fmpq_mpoly_init(r, s->mctx);
+    fmpq_mpoly_divrem_ideal(s->quop, r, p, s->relp, s->nrel, s->mctx);
+    fmpq_mpoly_swap(p, r, s->mctx);
+    fmpq_mpoly_clear(r, s->mctx);
+    for (slong i = 0; i < s->nrel; i++) fmpq_mpoly_zero(s->quo + i, s->mctx);
+    return poly_ok(s, p);
+}
+
+static void frac_init(nf_state *s, nf_frac *f)
+{
+    fmpq_mpoly_init(f->num, s->mctx);
+    fmpq_mpoly_init(f->den, s->mctx);
+    fmpq_mpoly_one(f->den, s->mctx);
+}
+
+static void frac_clear(nf_state *s, nf_frac *f)
+{
+    fmpq_mpoly_clear(f->num, s->mctx);
+    fmpq_mpoly_clear(f->den, s->mctx);
+}
+
+static void frac_set(nf_state *s, nf_frac *f, const nf_frac *g)
+{
+    fmpq_mpoly_set(f->num, g->num, s->mctx);
+    fmpq_mpoly_set(f->den, g->den, s->mctx);
+}
+
+/* Constant denominators are folded into the numerator; others are made
+ * monic, so equal denominators compare equal. */
+static int frac_normalize(nf_state *s, nf_frac *f)
+{
+    fmpq_t c;
+    fmpq_init(c);
+    int ok = 1;
+    if (fmpq_mpoly_is_fmpq(f->den, s->mctx)) {
+        fmpq_mpoly_get_fmpq(c, f->den, s->mctx);
+        if (fmpq_is_zero(c)) {
+            nf_fail(s, CH_ERR_MATH, "division by zero");
+            ok = 0;
+        } else {
+            fmpq_mpoly_scalar_div_fmpq(f->num, f->num, c, s->mctx);
+            fmpq_mpoly_one(f->den, s->mctx);
+        }
+    } else {
+        fmpq_mpoly_get_term_coeff_fmpq(c, f->den, 0, s->mctx);
+        if (!fmpq_is_one(c)) {
+            fmpq_mpoly_scalar_div_fmpq(f->num, f->num, c, s->mctx);
+            fmpq_mpoly_scalar_div_fmpq(f->den, f->den, c, s->mctx);
+        }
+    }
+    fmpq_clear(c);
+    return ok;
+}
+
+/* Cancels the polynomial gcd of numerator and denominator (when FLINT can
+ * compute it; a failed gcd just leaves the fraction as it is). */
+static int frac_cancel(nf_state *s, nf_frac *f)
+{
+    if (fmpq_mpoly_is_one(f->den, s->mctx)) return 1;
+    fmpq_mpoly_t g, t;
+    fmpq_mpoly_init(g, s->mctx);
+    fmpq_mpoly_init(t, s->mctx);
+    if (fmpq_mpoly_gcd(g, f->num, f->den, s->mctx)
+        && !fmpq_mpoly_is_zero(g, s->mctx) && !fmpq_mpoly_is_fmpq(g, s->mctx)) {
+        if (fmpq_mpoly_divides(t, f->num, g, s->mctx)) {
+            fmpq_mpoly_swap(t, f->num, s->mctx);
+            if (fmpq_mpoly_divides(t, f->den, g, s->mctx))
+                fmpq_mpoly_swap(t, f->den, s->mctx);
+            else /* cannot happen for a gcd; undo to stay exact */
+                fmpq_mpoly_mul(f->num, f->num, g, s->mctx);
+        }
+    }
+    fmpq_mpoly_clear(g, s->mctx);
+    fmpq_mpoly_clear(t, s->mctx);
+    return frac_normalize(s, f);
+}
+
+/* a = a + b. */
+static int frac_add_into(nf_state *s, nf_frac *a, const nf_frac *b)
+{
+    const fmpq_mpoly_ctx_struct *M = s->mctx;
+    int ok = 1;
+    fmpq_mpoly_t t, u, g;
+    fmpq_mpoly_init(t, M);
+    fmpq_mpoly_init(u, M);
+    fmpq_mpoly_init(g, M);
+    if (fmpq_mpoly_equal(a->den, b->den, M)) {
+        fmpq_mpoly_add(a->num, a->num, b->num, M);
+    } else if (fmpq_mpoly_is_one(b->den, M)) {
+        ok = pmul(s, t, b->num, a->den);
+        if (ok) fmpq_mpoly_add(a->num, a->num, t, M);
+    } else if (fmpq_mpoly_is_one(a->den, M)) {
+        ok = pmul(s, t, a->num, b->den);
+        if (ok) {
+            fmpq_mpoly_add(a->num, t, b->num, M);
+            fmpq_mpoly_set(a->den, b->den, M);
+        }
+    } else {
+        /* a/(g A') + b/(g B') = (a B' + b A') / (g A' B') */
+        const fmpq_mpoly_struct *bd = b->den, *ad = a->den;
+        fmpq_mpoly_t bq, aq;
+        fmpq_mpoly_init(bq, M);
+        fmpq_mpoly_init(aq, M);
+        if (fmpq_mpoly_gcd(g, a->den, b->den, M) && !fmpq_mpoly_is_fmpq(g, M)
+            && fmpq_mpoly_divides(bq, b->den, g, M)
+            && fmpq_mpoly_divides(aq, a->den, g, M)) {
+            bd = bq;
+            ad = aq;
+        }
+        ok = pmul(s, t, a->num, bd) && pmul(s, u, b->num, ad)
+             && pmul(s, a->den, a->den, bd);
+        if (ok) fmpq_mpoly_add(a->num, t, u, M);
+        fmpq_mpoly_clear(bq, M);
+        fmpq_mpoly_clear(aq, M);
+    }
+    fmpq_mpoly_clear(t, M);
+    fmpq_mpoly_clear(u, M);
+    fmpq_mpoly_clear(g, M);
+    return ok && poly_ok(s, a->num) && frac_normalize(s, a);
+}
+
+static nf_frac *convert(nf_state *s, const ch_expr *e);
+
+static int set_atom(nf_state *s, nf_frac *f, const ch_expr *e)
+{
+    uintptr_t v = (uintptr_t)ch_map_get(&s->atom_of, e->id);
+    if (!v) return 0; /* pass 1 saw every atom; defensive */
+    fmpq_mpoly_gen(f->num, s->atoms[v - 1].var, s->mctx);
+    return 1;
+}
+
+static int conv_add(nf_state *s, const ch_expr *e, nf_frac *f)
+{
+    size_t n = e->n, i, built = 0;
+    int ok = 1;
+    nf_frac *t = calloc(n, sizeof *t);
+    if (!t) return 0;
+    for (i = 0; i < n && ok; i++) {
+        const nf_frac *g = convert(s, e->pair[i].e);
+        frac_init(s, t + i);
+        built++;
+        if (!g) {
+            ok = 0;
+            break;
+        }
+        frac_set(s, t + i, g);
+        fmpq_mpoly_scalar_mul_fmpq(t[i].num, t[i].num, e->pair[i].c, s->mctx);
+    }
+    /* pairwise, so that long sums cost O(n log n) polynomial additions */
+    for (size_t step = 1; ok && step < n; step *= 2)
+        for (i = 0; i + step < n && ok; i += 2 * step)
+            ok = frac_add_into(s, t + i, t + i + step);
+    if (ok) {
+        frac_set(s, f, t);
+        if (!fmpq_is_zero(e->num)) {
+            fmpq_mpoly_t c;
+            fmpq_mpoly_init(c, s->mctx);
+            fmpq_mpoly_scalar_mul_fmpq(c, f->den, e->num, s->mctx);
+            fmpq_mpoly_add(f->num, f->num, c, s->mctx);
+            fmpq_mpoly_clear(c, s->mctx);
+        }
+        ok = preduce(s, f->num);
+    }
+    for (i = 0; i < built; i++) frac_clear(s, t + i);
+    free(t);
+    return ok;
+}
+
+static const nf_atom *root_atom(nf_state *s, const ch_expr *b)
+{
+    uintptr_t v = b ? (uintptr_t)ch_map_get(&s->root_of, b->id) : 0;
+    return v ? &s->atoms[v - 1] : NULL;
+}
+
+/* One factor base^ex of a product as p/q. */
+static int conv_factor(nf_state *s, const ch_expr *base, const fmpq_t ex,
+                       fmpq_mpoly_t p, fmpq_mpoly_t q)
+{
+    if (fmpz_is_one(fmpq_denref(ex))) {
+        if (!fmpz_fits_si(fmpq_numref(ex))) goto big;
+        slong k = fmpz_get_si(fmpq_numref(ex));
+        if (k > NF_MAX_DEG || k < -NF_MAX_DEG) goto big;
+        const nf_frac *g = convert(s, base);
+        if (!g) return 0;
+        if (k < 0 && fmpq_mpoly_is_zero(g->num, s->mctx)) {
+            nf_fail(s, CH_ERR_MATH, "division by zero");
+            return 0;
+        }
+        ulong a = (ulong)(k < 0 ? -k : k);
+        return ppow(s, p, k > 0 ? g->num : g->den, a)
+               && ppow(s, q, k > 0 ? g->den : g->num, a);
+    }
+    fmpq_t cont;
+    fmpq_init(cont);
+    const nf_atom *r = root_atom(s, radicand(s, base, cont));
+    const nf_frac *cf = NULL;
+    if (r && !fmpq_is_one(cont)) {
+        const ch_expr *cp = content_pow(s, cont, ex);
+        cf = cp ? convert(s, cp) : NULL;
+        if (!cf) r = NULL;
+    }
+    fmpq_clear(cont);
+    if (!r) return 0;
+    fmpz_t m;
+    fmpz_init(m);
+    fmpz_mul_ui(m, fmpq_numref(ex), r->q);
+    fmpz_divexact(m, m, fmpq_denref(ex)); /* q divides the lcm r->q */
+    slong k = fmpz_fits_si(m) ? fmpz_get_si(m) : WORD_MAX;
+    fmpz_clear(m);
+    if (k > NF_MAX_DEG || k < -NF_MAX_DEG) goto big;
+    if (!r->ready) return 0; /* cannot happen: radicands rank lower */
+    ulong ak = (ulong)(k < 0 ? -k : k);
+    fmpq_mpoly_t x;
+    fmpq_mpoly_init(x, s->mctx);
+    fmpq_mpoly_gen(x, r->var, s->mctx);
+    int ok = ppow(s, k > 0 ? p : q, x, ak);
+    if (ok && r->bf) /* e = rho / d^2 */
+        ok = ppow(s, k > 0 ? q : p, r->bf->den, 2 * ak);
+    else
+        fmpq_mpoly_one(k > 0 ? q : p, s->mctx);
+    fmpq_mpoly_clear(x, s->mctx);
+    if (ok && cf) /* the numeric part c^ex */
+        ok = pmul(s, p, p, cf->num) && pmul(s, q, q, cf->den);
+    return ok;
+big:
+    nf_fail(s, CH_ERR_LIMIT, "normal form too large");
+    return 0;
+}
+
+static int conv_mul(nf_state *s, const ch_expr *e, nf_frac *f)
+{
+    int ok = 1;
+    fmpq_mpoly_t p, q;
+    fmpq_mpoly_init(p, s->mctx);
+    fmpq_mpoly_init(q, s->mctx);
+    fmpq_mpoly_set_fmpq(f->num, e->num, s->mctx);
+    fmpq_mpoly_one(f->den, s->mctx);
+    for (uint32_t i = 0; i < e->n && ok; i++) {
+        ok = conv_factor(s, e->pair[i].e, e->pair[i].c, p, q);
+        if (ok && !fmpq_mpoly_is_one(p, s->mctx))
+            ok = pmul(s, f->num, f->num, p) && preduce(s, f->num);
+        if (ok && !fmpq_mpoly_is_one(q, s->mctx))
+            ok = pmul(s, f->den, f->den, q);
+    }
+    fmpq_mpoly_clear(p, s->mctx);
+    fmpq_mpoly_clear(q, s->mctx);
+    return ok && frac_normalize(s, f) && frac_cancel(s, f)
+           && preduce(s, f->num);
+}
+
+static nf_frac *frac_new(nf_state *s)
+{
+    /* calloc, not malloc: GCC 12 -O2 otherwise reports a bogus overflow
+     * (-Wstringop-overflow) on the inlined fmpq_init of the contents */
+    nf_frac *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    frac_init(s, f);
+    f->next = s->fracs;
+    s->fracs = f;
+    return f;
+}
+
+/* Pass 2: the fraction of a node, cached. */
+static nf_frac *convert(nf_state *s, const ch_expr *e)
+{
+    nf_frac *f = ch_map_get(&s->val, e->id);
+    if (f) return f;
+    if (!(f = frac_new(s))) return NULL;
+    int ok;
+    switch (e->kind) {
+    case CH_NUM:
+        fmpq_mpoly_set_fmpq(f->num, e->num, s->mctx);
+        ok = 1;
+        break;
+    case CH_SYM:
+        ok = set_atom(s, f, e);
+        break;
+    case CH_ADD:
+        ok = conv_add(s, e, f);
+        break;
+    case CH_MUL:
+        ok = conv_mul(s, e, f);
+        break;
+    default: {
+        const ch_expr *c = canon_node(s, e);
+        const nf_frac *g = c && c != e ? convert(s, c) : NULL;
+        ok = c == e ? set_atom(s, f, e) : g != NULL;
+        if (g) frac_set(s, f, g);
+    }
+    }
+    if (!ok || ch_map_put(&s->val, e->id, f)) return NULL;
+    return f;
+}
+
+static const ch_expr *poly_to_expr(nf_state *s, const fmpq_mpoly_t p);
+
+static int push_rel(nf_state *s, fmpq_mpoly_t r)
+{
+    if (fmpq_mpoly_is_zero(r, s->mctx)) return 1; /* FLINT aborts on 0 */
+    fmpq_mpoly_swap(s->rel + s->nrel, r, s->mctx);
+    s->nrel++;
+    return 1;
+}
+
+static int rank_cmp(const void *x, const void *y)
+{
+    const nf_atom *a = *(nf_atom *const *)x, *b = *(nf_atom *const *)y;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->var > b->var) - (a->var < b->var);
+}
+
+/* The relations: cos^2 + sin^2 - 1 and cosh^2 - sinh^2 - 1 per argument,
+ * then r^q - radicand by increasing rank (a radicand is converted with the
+ * relations of the lower ranks already in place). */
+static int nf_relations(nf_state *s)
+{
+    const fmpq_mpoly_ctx_struct *M = s->mctx;
+    fmpq_mpoly_t c, sn, r;
+    fmpq_mpoly_init(c, M);
+    fmpq_mpoly_init(sn, M);
+    fmpq_mpoly_init(r, M);
+    int ok = 1;
+    for (size_t i = 0; i < s->natoms; i++) {
+        const nf_atom *a = &s->atoms[i];
+        if ((a->kind != AT_CIRC && a->kind != AT_HYP) || a->sub != 0) continue;
+        fmpq_mpoly_gen(c, a->var, M);
+        fmpq_mpoly_gen(sn, s->atoms[a->partner].var, M);
+        fmpq_mpoly_mul(c, c, c, M);
+        fmpq_mpoly_mul(sn, sn, sn, M);
+        if (a->kind == AT_CIRC)
+            fmpq_mpoly_add(r, c, sn, M);
+        else
+            fmpq_mpoly_sub(r, c, sn, M);
+        fmpq_mpoly_sub_si(r, r, 1, M);
+        push_rel(s, r);
+    }
+    size_t nroot = 0;
+    nf_atom **roots = malloc((s->natoms ? s->natoms : 1) * sizeof *roots);
+    if (!roots) ok = 0;
+    for (size_t i = 0; ok && i < s->natoms; i++)
+        if (s->atoms[i].kind == AT_ROOT) roots[nroot++] = &s->atoms[i];
+    if (ok && nroot > 1) qsort(roots, nroot, sizeof *roots, rank_cmp);
+    for (size_t i = 0; ok && i < nroot; i++) {
+        const nf_frac *b = convert(s, roots[i]->base);
+        if (!b) {
+            ok = 0;
+            break;
+        }
+        nf_atom *a = roots[i];
+        /* radicand polynomial: n, or n d^(2q-1) for rho = e d^2 */
+        if (fmpq_mpoly_is_one(b->den, M)) {
+            fmpq_mpoly_set(sn, b->num, M);
+        } else {
+            const ch_expr *de = poly_to_expr(s, b->den);
+            ok = de && ppow(s, sn, b->den, 2 * a->q - 1) && pmul(s, sn, sn, b->num);
+            if (!ok) break;
+            a->bf = b;
+            s->var_expr[a->var] = ch_mul(s->ctx, a->e, ch_pow_si(s->ctx, de, 2));
+            if (!s->var_expr[a->var]) {
+                ok = 0;
+                break;
+            }
+        }
+        fmpq_mpoly_gen(c, a->var, M);
+        if (!ppow(s, r, c, a->q)) {
+            ok = 0;
+            break;
+        }
+        fmpq_mpoly_sub(r, r, sn, M);
+        push_rel(s, r);
+        a->ready = 1;
+    }
+    free(roots);
+    fmpq_mpoly_clear(c, M);
+    fmpq_mpoly_clear(sn, M);
+    fmpq_mpoly_clear(r, M);
+    return ok;
+}
+
+/* The normal form of e: its fraction with the numerator fully reduced. */
+static nf_frac *nf_run(nf_state *s, const ch_expr *e)
+{
+    if (collect(s, e) < 0 || nf_setup_ring(s) || !nf_relations(s)) return NULL;
+    nf_frac *f = convert(s, e);
+    if (!f || !preduce(s, f->num)) return NULL;
+    return f;
+}
+
+int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e)
+{
+    if (!e) return -1;
+    if (e->kind == CH_NUM) return fmpq_is_zero(e->num) ? 1 : 0;
+    if (e->kind == CH_SYM) return 0;
+    nf_state s;
+    nf_init(&s, ctx);
+    nf_frac *f = nf_run(&s, e);
+    int r = f ? fmpq_mpoly_is_zero(f->num, s.mctx) : -1;
+    nf_clear(&s);
+    return r;
+}
+
+/* A polynomial back as an expression over the atoms. */
+static const ch_expr *poly_to_expr(nf_state *s, const fmpq_mpoly_t p)
+{
+    slong len = fmpq_mpoly_length(p, s->mctx);
+    slong nv = (slong)s->natoms;
+    if (len == 0) return ch_zero(s->ctx);
+    fmpq *cs = calloc((size_t)len, sizeof *cs);
+    const ch_expr **terms = calloc((size_t)len, sizeof *terms);
+    const ch_expr **fac = malloc((size_t)(nv ? nv : 1) * sizeof *fac);
+    slong *exps = malloc((size_t)(nv ? nv : 1) * sizeof *exps);
+    const ch_expr *res = NULL;
+    slong i = 0;
+    if (!cs || !terms || !fac || !exps) goto out;
+    for (; i < len; i++) {
+        fmpq_init(cs + i);
+        fmpq_mpoly_get_term_coeff_fmpq(cs + i, p, i, s->mctx);
+        size_t nf = 0;
+        if (nv) fmpq_mpoly_get_term_exp_si(exps, p, i, s->mctx);
+        for (slong v = 0; v < nv; v++)
+            if (exps[v]) fac[nf++] = ch_pow_si(s->ctx, s->var_expr[v], exps[v]);
+        terms[i] = ch_mul_n(s->ctx, nf, fac);
+        if (!terms[i]) {
+            i++;
+            goto out;
+        }
+    }
+    res = ch_lincomb(s->ctx, NULL, (size_t)len, cs, terms);
+out:
+    for (slong j = 0; j < i; j++) fmpq_clear(cs + j);
+    free(cs);
+    free(terms);
+    free(fac);
+    free(exps);
+    return res;
+}
+
+const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
+{
+    if (!e) return NULL;
+    if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
+    nf_state s;
+    nf_init(&s, ctx);
+    const ch_expr *res = NULL;
+    nf_frac *f = nf_run(&s, e);
+    if (f && frac_cancel(&s, f) && preduce(&s, f->num)) {
+        const ch_expr *n = poly_to_expr(&s, f->num);
+        res = fmpq_mpoly_is_one(f->den, s.mctx)
+                  ? n
+                  : ch_div(ctx, n, poly_to_expr(&s, f->den));
+    }
+    if (!res)
+        ch_ctx_fail(ctx, s.why ? s.why : CH_ERR_LIMIT, "simplify: %s",
+                    s.msg ? s.msg : "normal form failed");
+    nf_clear(&s);
+    return res;
+}
