@@ -12,58 +12,71 @@
 
 typedef struct {
     const char *key, *title, *latex, *ref, *symbol;
+    int display_only;
 } entry_spec;
 
 static const entry_spec specs[] = {
-    {"model", "Model", "Model", NULL, NULL},
-    {"coordinates", "Coordinates", "Coordinates $q_i$", NULL, "q"},
-    {"velocities", "Velocities", "Velocities $\\dot q_i$", NULL, "q'"},
-    {"parameters", "Parameters", "Parameters", NULL, NULL},
-    {"lagrangian", "Lagrangian", "Lagrangian $L(t, q, \\dot q)$", NULL, "L"},
+    {"model", "Model", "Model", NULL, NULL, 0},
+    {"coordinates", "Coordinates", "Coordinates $q_i$", NULL, "q", 0},
+    {"velocities", "Velocities", "Velocities $\\dot q_i$", NULL, "q'", 0},
+    {"parameters", "Parameters", "Parameters", NULL, NULL, 0},
+    {"lagrangian", "Lagrangian", "Lagrangian $L(t, q, \\dot q)$", NULL, "L", 0},
     {"momenta", "Momenta p_i = dL/dq'_i",
-     "Momenta $p_i = \\partial L/\\partial \\dot q_i$", "000 eq. 30", "p"},
+     "Momenta $p_i = \\partial L/\\partial \\dot q_i$", "000 eq. 30", "p", 0},
     {"mass_matrix", "Mass matrix M_ij = d2L/dq'_i dq'_j",
      "Mass matrix $M_{ij} = \\partial^2 L/\\partial \\dot q_i \\partial \\dot q_j$",
-     "000 eq. 31", "M"},
+     "000 eq. 31", "M", 0},
     {"euler_lagrange", "Euler-Lagrange terms E_i = d/dt p_i - dL/dq_i",
      "Euler--Lagrange terms $E_i = \\frac{d}{dt} p_i - \\partial L/\\partial q_i$",
-     "000 eq. 27-29", "E"},
-    {"forces", "Generalized forces Q_i", "Generalized forces $Q_i$", NULL, "Q"},
+     "000 eq. 27-29", "E", 0},
+    {"forces", "Generalized forces Q_i", "Generalized forces $Q_i$", NULL, "Q", 0},
     {"constraints", "Constraints phi_nu = 0 (velocity level)",
-     "Constraints $\\varphi_\\nu = 0$ (velocity level)", "001 eq. 2", "phi"},
+     "Constraints $\\varphi_\\nu = 0$ (velocity level)", "001 eq. 2", "phi", 0},
     {"constraint_jacobian", "Chetaev coefficients G_nu,i = dphi_nu/dq'_i",
      "Chetaev coefficients $G_{\\nu i} = \\partial \\varphi_\\nu/\\partial \\dot q_i$",
-     "001 eq. 7", "G"},
+     "001 eq. 7", "G", 0},
     {"constraint_bias", "Constraint bias c_nu = dphi_nu/dt + q'_j dphi_nu/dq_j",
      "Constraint bias $c_\\nu = \\partial_t \\varphi_\\nu + \\dot q_j \\partial \\varphi_\\nu/\\partial q_j$",
-     "000 eq. 33", "c"},
+     "000 eq. 33", "c", 0},
     {"reactions", "Reactions R_i = lambda_nu G_nu,i",
-     "Reactions $R_i = \\lambda_\\nu G_{\\nu i}$", "001 eq. 6", "R"},
+     "Reactions $R_i = \\lambda_\\nu G_{\\nu i}$", "001 eq. 6", "R", 0},
+    {"multipliers", "Multipliers lambda = -W^-1 (G M^-1 (Q - h) + c), W = G M^-1 G^T",
+     "Multipliers $\\lambda = -W^{-1}(G M^{-1}(Q - h) + c)$, $W = G M^{-1} G^T$",
+     "000 eq. 33-34", "lambda", 1},
     {"energy", "Energy E = q'_i p_i - L", "Energy $E = \\dot q_i p_i - L$",
-     "001 eq. 16", "E"},
+     "001 eq. 16", "E", 0},
     {"energy_balance", "Energy balance dE/dt", "Energy balance $dE/dt$",
-     "001 eq. 20", NULL},
+     "001 eq. 20", NULL, 0},
     {"homogeneity", "Homogeneity degrees of the constraints",
-     "Homogeneity degrees of the constraints", NULL, NULL},
-    {"energy_conserved", "Energy conserved", "Energy conserved", NULL, NULL},
-    {"dependent", "Dependent velocities", "Dependent velocities", "001 eq. 9", NULL},
+     "Homogeneity degrees of the constraints", NULL, NULL, 0},
+    {"energy_conserved", "Energy conserved", "Energy conserved", NULL, NULL, 0},
+    {"dependent", "Dependent velocities", "Dependent velocities", "001 eq. 9", NULL, 0},
     {"independent", "Independent velocities", "Independent velocities",
-     "001 eq. 9", NULL},
+     "001 eq. 9", NULL, 0},
     {"alpha", "Dependent velocities solved: q'_dep = alpha",
-     "Dependent velocities solved, $\\dot q_{m+\\nu} = \\alpha_\\nu$", "001 eq. 9", NULL},
-    {"L_star", "Reduced Lagrangian L*", "Reduced Lagrangian $L^*$", "001 eq. 13", "L*"},
-    {"energy_star", "Reduced energy E*", "Reduced energy $E^*$", "001 eq. 17", "E*"},
+     "Dependent velocities solved, $\\dot q_{m+\\nu} = \\alpha_\\nu$", "001 eq. 9", NULL, 0},
+    {"L_star", "Reduced Lagrangian L*", "Reduced Lagrangian $L^*$", "001 eq. 13", "L*", 0},
+    {"p_star", "Momenta of the dependent velocities p*_nu = dL/dq'_{m+nu} at alpha",
+     "Momenta of the dependent velocities $p^*_\\nu = \\partial L/\\partial \\dot q_{m+\\nu}|_\\alpha$",
+     "001 eq. 14", "p*", 1},
+    {"energy_star", "Reduced energy E*", "Reduced energy $E^*$", "001 eq. 17", "E*", 0},
     {"alpha_bar", "alpha_bar = q'_r dalpha/dq'_r",
      "$\\bar\\alpha_\\nu = \\dot q_r \\partial\\alpha_\\nu/\\partial \\dot q_r$",
-     "001 eq. 18", NULL},
+     "001 eq. 18", "alpha_bar", 0},
+    {"energy_identity", "Identity E* = E|alpha + sum_nu (alpha_bar_nu - alpha_nu) p*_nu",
+     "Identity $E^* = E|_\\alpha + \\sum_\\nu (\\bar\\alpha_\\nu - \\alpha_\\nu) p^*_\\nu$",
+     "001 eq. 19", NULL, 1},
+    {"B", "B^nu_r = d/dt(dalpha_nu/dq'_r) - X*_r alpha_nu",
+     "$B^\\nu_r = \\frac{d}{dt}\\frac{\\partial\\alpha_\\nu}{\\partial \\dot q_r} - X^*_r \\alpha_\\nu$",
+     "001 eq. 14", "B", 1},
     {"reduced_mass_matrix", "Reduced mass matrix M*", "Reduced mass matrix $M^*$",
-     "001 eq. 14", "M*"},
-    {"reduced_equations", "Reduced equations", "Reduced equations", "001 eq. 14", NULL},
+     "001 eq. 14", "M*", 0},
+    {"reduced_equations", "Reduced equations", "Reduced equations", "001 eq. 14", NULL, 0},
     {"momenta_star", "Momenta y*_r = dL*/dq'_r",
-     "Momenta $y^*_r = \\partial L^*/\\partial \\dot q_r$", "002 eq. 4.10", "y*"},
-    {"H_star", "Hamiltonian H*", "Hamiltonian $H^*$", "002 eq. 4.13", "H*"},
+     "Momenta $y^*_r = \\partial L^*/\\partial \\dot q_r$", "002 eq. 4.10", "y*", 0},
+    {"H_star", "Hamiltonian H*", "Hamiltonian $H^*$", "002 eq. 4.13", "H*", 0},
     {"poincare_hamilton", "Poincare-Hamilton equations",
-     "Poincar\\'e--Hamilton equations", "002 eq. 4.17", NULL},
+     "Poincar\\'e--Hamilton equations", "002 eq. 4.17", NULL, 0},
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
@@ -114,6 +127,7 @@ const ch_entry *ch_derivation_find(const ch_derivation *d, const char *key)
 static void set_vec(ch_entry *e, size_t rows, const ch_expr *const *v,
                     const char *const *labels)
 {
+    e->note = NULL;
     e->kind = CH_ENTRY_VECTOR;
     e->rows = rows;
     e->cols = 1;
@@ -125,6 +139,7 @@ static void set_mat(ch_entry *e, size_t rows, size_t cols,
                     const ch_expr *const *v, const char *const *rl,
                     const char *const *cl)
 {
+    e->note = NULL;
     e->kind = CH_ENTRY_MATRIX;
     e->rows = rows;
     e->cols = cols;
@@ -155,6 +170,169 @@ static int name_lists(ch_ctx *ctx, const ch_model *m, const char ***q,
     return 0;
 }
 
+static void set_expr(ch_entry *e, const ch_expr *const *x)
+{
+    e->note = NULL;
+    e->kind = CH_ENTRY_EXPR;
+    e->rows = 1;
+    e->e = x;
+}
+
+static void set_names(ch_entry *e, size_t rows, const char *const *names)
+{
+    e->note = NULL;
+    e->kind = CH_ENTRY_NAMES;
+    e->rows = rows;
+    e->names = names;
+}
+
+/* Names of selected coordinates: plain (for labels) or as velocities. */
+static const char **pick_names(ch_ctx *ctx, const ch_model *m, size_t count,
+                               const int *idx, int velocity)
+{
+    const char **v = ch_ctx_alloc(ctx, (count + 1) * sizeof *v);
+    for (size_t i = 0; v && i < count; i++)
+        v[i] = (velocity ? m->qt : m->q)[idx[i]]->sym->name;
+    return v;
+}
+
+static void fill_model(ch_derivation *d, const char **qn, const char **qtn,
+                       const char **pn)
+{
+    const ch_model *m = d->model;
+    ch_entry *e = entry(d, "model");
+    e->kind = CH_ENTRY_NAME;
+    e->names = &m->name;
+    set_names(entry(d, "coordinates"), m->n, qn);
+    set_names(entry(d, "velocities"), m->n, qtn);
+    e = entry(d, "parameters");
+    e->kind = CH_ENTRY_PARAMS;
+    e->rows = m->np;
+    e->names = pn;
+    e->e = m->param_value;
+    set_expr(entry(d, "lagrangian"), &m->lagrangian);
+}
+
+static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
+{
+    ch_ctx *ctx = d->ctx;
+    const ch_lagrange *L = &d->lag;
+    size_t n = d->model->n, k = d->model->k;
+    set_vec(entry(d, "momenta"), n, tidy_all(ctx, n, L->p), qn);
+    set_mat(entry(d, "mass_matrix"), n, n, tidy_all(ctx, n * n, L->M), qn, qn);
+    set_vec(entry(d, "euler_lagrange"), n, tidy_all(ctx, n, L->EL), qn);
+    set_vec(entry(d, "forces"), n, L->Q, qn);
+    set_expr(entry(d, "energy"), tidy_all(ctx, 1, &L->energy));
+    if (k) {
+        set_vec(entry(d, "constraints"), k, tidy_all(ctx, k, L->phi), cn);
+        set_mat(entry(d, "constraint_jacobian"), k, n,
+                tidy_all(ctx, k * n, L->G), cn, qn);
+        set_vec(entry(d, "constraint_bias"), k, tidy_all(ctx, k, L->c), cn);
+        return;
+    }
+    static const char *const none[] = {"constraints", "constraint_jacobian",
+                                       "constraint_bias", "multipliers"};
+    for (size_t i = 0; i < 4; i++)
+        entry(d, none[i])->note = "the model has no constraints";
+}
+
+static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
+{
+    ch_ctx *ctx = d->ctx;
+    const ch_chetaev *c = &d->chet;
+    size_t n = d->model->n, k = d->model->k;
+    set_expr(entry(d, "energy_balance"), tidy_all(ctx, 1, &c->energy_balance));
+    ch_entry *e = entry(d, "energy_conserved");
+    e->kind = CH_ENTRY_VERDICT;
+    e->verdict = c->energy_conserved;
+    e->note = c->energy_reason;
+    if (!k) {
+        return;
+    }
+    set_vec(entry(d, "reactions"), n, tidy_all(ctx, n, c->R), qn);
+    e = entry(d, "homogeneity");
+    e->kind = CH_ENTRY_DEGREES;
+    e->rows = k;
+    e->e = c->sigma;
+    e->row_labels = cn;
+    if (c->lambda_explicit)
+        set_vec(entry(d, "multipliers"), k, tidy_all(ctx, k, c->lambda_explicit), cn);
+    else
+        entry(d, "multipliers")->note = "shown for systems with at most 4 coordinates";
+}
+
+static int fill_reduced(ch_derivation *d)
+{
+    ch_ctx *ctx = d->ctx;
+    const ch_model *m = d->model;
+    const ch_reduced *r = &d->red;
+    size_t k = r->k, mm = r->m;
+    const char **dq = pick_names(ctx, m, k, d->mf.dep, 0);
+    const char **dv = pick_names(ctx, m, k, d->mf.dep, 1);
+    const char **iq = pick_names(ctx, m, mm, d->mf.indep, 0);
+    const char **iv = pick_names(ctx, m, mm, d->mf.indep, 1);
+    if (!dq || !dv || !iq || !iv) return -1;
+    set_names(entry(d, "dependent"), k, dv);
+    set_names(entry(d, "independent"), mm, iv);
+    if (d->mf.auto_chosen)
+        entry(d, "dependent")->note = "chosen by chetaev (no `dependent` statement)";
+    ch_entry *e = entry(d, "alpha");
+    if (r->explicit_alpha) {
+        e->kind = CH_ENTRY_OBJECT;
+        e->rows = k;
+        e->names = dv;
+        e->e = tidy_all(ctx, k, r->alpha);
+        e->row_labels = dq;
+    } else {
+        e->note = "the constraints are not linear in the dependent velocities: "
+                  "alpha is implicit, and the dependent velocity symbols in the "
+                  "reduced quantities stand for alpha(t, q, q'_independent)";
+    }
+    set_expr(entry(d, "L_star"), tidy_all(ctx, 1, &r->L_star));
+    set_vec(entry(d, "p_star"), k, tidy_all(ctx, k, r->p_star), dq);
+    set_expr(entry(d, "energy_star"), tidy_all(ctx, 1, &r->E_star));
+    set_vec(entry(d, "alpha_bar"), k, tidy_all(ctx, k, r->alpha_bar), dq);
+    e = entry(d, "energy_identity");
+    e->kind = CH_ENTRY_VERDICT;
+    e->verdict = r->E_identity_test.verdict == CH_ZERO_YES ? 1
+               : r->E_identity_test.verdict == CH_ZERO_NO ? 0 : -1;
+    e->note = r->E_identity_test.symbolic
+                  ? "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
+                    "by the symbolic normal form"
+                  : "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
+                    "at random points on the constraint manifold (ball arithmetic)";
+    if (e->verdict != 1) e->note = "NOT verified: this is a bug, please report it";
+    set_mat(entry(d, "B"), k, mm, tidy_all(ctx, k * mm, r->B), dq, iq);
+    set_mat(entry(d, "reduced_mass_matrix"), mm, mm,
+            tidy_all(ctx, mm * mm, r->M_star), iq, iq);
+    set_vec(entry(d, "reduced_equations"), mm, tidy_all(ctx, mm, r->eqs), iq);
+    return 0;
+}
+
+static int fill_hamilton(ch_derivation *d)
+{
+    ch_ctx *ctx = d->ctx;
+    const ch_reduced *r = &d->red;
+    const ch_hamilton *h = &d->ham;
+    size_t mm = r->m;
+    const char **iq = pick_names(ctx, d->model, mm, d->mf.indep, 0);
+    if (!iq) return -1;
+    set_vec(entry(d, "momenta_star"), mm, tidy_all(ctx, mm, r->y_star), iq);
+    if (!h->exists) {
+        entry(d, "H_star")->note = h->reason;
+        entry(d, "poincare_hamilton")->note = h->reason;
+        return 0;
+    }
+    set_expr(entry(d, "H_star"), tidy_all(ctx, 1, &h->H));
+    ch_entry *e = entry(d, "poincare_hamilton");
+    e->kind = CH_ENTRY_PH;
+    e->rows = mm;
+    e->e = tidy_all(ctx, mm, h->qt);
+    e->e2 = tidy_all(ctx, mm, h->yt);
+    e->row_labels = iq;
+    return e->e && e->e2 ? 0 : -1;
+}
+
 int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
               ch_error *err)
 {
@@ -170,55 +348,34 @@ int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
         d->entry[i].latex_title = specs[i].latex;
         d->entry[i].ref = specs[i].ref;
         d->entry[i].symbol = specs[i].symbol;
-        d->entry[i].note = "not derived by this version";
+        d->entry[i].display_only = specs[i].display_only;
     }
-    int rc = ch_lagrange_derive(ctx, m, &d->lag, err);
-    if (rc) return rc;
     const char **qn, **qtn, **pn, **cn;
+    int rc;
+    if ((rc = ch_lagrange_derive(ctx, m, &d->lag, err))
+        || (rc = ch_manifold_init(ctx, m, &d->lag, &d->mf, err))
+        || (rc = ch_chetaev_derive(ctx, &d->mf, &d->chet, err))
+        || (rc = ch_reduce_derive(ctx, &d->mf, &d->red, err))
+        || (rc = ch_hamilton_derive(ctx, &d->red, &d->ham, err)))
+        return rc;
     if (name_lists(ctx, m, &qn, &qtn, &pn, &cn))
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-    const ch_lagrange *L = &d->lag;
-    size_t n = m->n, k = m->k;
-
-    ch_entry *e = entry(d, "model");
-    e->kind = CH_ENTRY_NAME;
-    e->names = &m->name;
-    e = entry(d, "coordinates");
-    e->kind = CH_ENTRY_NAMES;
-    e->rows = n;
-    e->names = qn;
-    e = entry(d, "velocities");
-    e->kind = CH_ENTRY_NAMES;
-    e->rows = n;
-    e->names = qtn;
-    e = entry(d, "parameters");
-    e->kind = CH_ENTRY_PARAMS;
-    e->rows = m->np;
-    e->names = pn;
-    e->e = m->param_value;
-    e = entry(d, "lagrangian");
-    e->kind = CH_ENTRY_EXPR;
-    e->e = &m->lagrangian;
-    set_vec(entry(d, "momenta"), n, tidy_all(ctx, n, L->p), qn);
-    set_mat(entry(d, "mass_matrix"), n, n, tidy_all(ctx, n * n, L->M), qn, qn);
-    set_vec(entry(d, "euler_lagrange"), n, tidy_all(ctx, n, L->EL), qn);
-    set_vec(entry(d, "forces"), n, L->Q, qn);
-    if (k) {
-        set_vec(entry(d, "constraints"), k, tidy_all(ctx, k, L->phi), cn);
-        set_mat(entry(d, "constraint_jacobian"), k, n,
-                tidy_all(ctx, k * n, L->G), cn, qn);
-        set_vec(entry(d, "constraint_bias"), k, tidy_all(ctx, k, L->c), cn);
-    } else {
-        entry(d, "constraints")->note = "the model has no constraints";
-        entry(d, "constraint_jacobian")->note = "the model has no constraints";
-        entry(d, "constraint_bias")->note = "the model has no constraints";
-    }
-    e = entry(d, "energy");
-    e->kind = CH_ENTRY_EXPR;
-    e->e = tidy_all(ctx, 1, &L->energy);
-    for (size_t i = 0; i < d->n; i++)
-        if (d->entry[i].kind >= CH_ENTRY_EXPR && !d->entry[i].e)
+    fill_model(d, qn, qtn, pn);
+    fill_lagrange(d, qn, cn);
+    fill_chetaev(d, qn, cn);
+    if ((m->k && fill_reduced(d)) || fill_hamilton(d))
+        return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < d->n; i++) {
+        ch_entry *e = &d->entry[i];
+        if (e->kind == CH_ENTRY_NULL && !e->note)
+            e->note = m->k ? "not available for this model"
+                           : "the model has no constraints";
+        int has_exprs = e->kind == CH_ENTRY_EXPR || e->kind == CH_ENTRY_VECTOR
+                     || e->kind == CH_ENTRY_MATRIX || e->kind == CH_ENTRY_OBJECT
+                     || e->kind == CH_ENTRY_PH || e->kind == CH_ENTRY_DEGREES;
+        if (has_exprs && !e->e)
             return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    }
     *out = d;
     return 0;
 }

@@ -8,7 +8,11 @@
 #define CH_DERIVE_H
 
 #include "buf.h"
+#include "mech/chetaev.h"
+#include "mech/hamilton.h"
 #include "mech/lagrange.h"
+#include "mech/manifold.h"
+#include "mech/reduce.h"
 #include "model.h"
 
 typedef enum {
@@ -18,7 +22,11 @@ typedef enum {
     CH_ENTRY_PARAMS, /* parameter names with default values */
     CH_ENTRY_EXPR,   /* one expression */
     CH_ENTRY_VECTOR, /* rows expressions */
-    CH_ENTRY_MATRIX  /* rows x cols expressions */
+    CH_ENTRY_MATRIX, /* rows x cols expressions */
+    CH_ENTRY_DEGREES,/* rows numbers (NUM nodes) or NULL: homogeneity */
+    CH_ENTRY_VERDICT,/* true / false / "unknown" (verdict), reason in note */
+    CH_ENTRY_OBJECT, /* rows (names[i]: e[i]) pairs */
+    CH_ENTRY_PH      /* {"q_t": e[0..rows), "y_t": e2[0..rows)} */
 } ch_entry_kind;
 
 typedef struct {
@@ -34,13 +42,20 @@ typedef struct {
      * names; NULL for plain indices. */
     const char *const *row_labels, *const *col_labels;
     const char *symbol;       /* display symbol: "p", "M", "E", ... */
-    const char *note;         /* why an entry is null, for readers */
+    const char *note;         /* why an entry is null, or a verdict's reason */
+    const ch_expr *const *e2; /* CH_ENTRY_PH: the y_t column */
+    int verdict;              /* CH_ENTRY_VERDICT: 1, 0, -1 (unknown) */
+    int display_only;         /* text and LaTeX only: not a SPEC §3 key */
 } ch_entry;
 
 typedef struct ch_derivation {
     ch_ctx *ctx;
     const ch_model *model;
     ch_lagrange lag;
+    ch_manifold mf;
+    ch_chetaev chet;
+    ch_reduced red;
+    ch_hamilton ham;
     size_t n;
     ch_entry *entry;
 } ch_derivation;

@@ -808,6 +808,9 @@ static int is_integer(const fmpq_t q) { return fmpz_is_one(fmpq_denref(q)); }
 /* Exponents beyond this (in bits of the result) are refused: x^(10^9)
  * with a numeric base would exhaust memory. */
 #define MAX_POW_BITS 100000
+/* Coefficients are bounded too: a product of many huge literals would
+ * otherwise spend minutes in bignum arithmetic. */
+#define MAX_COEFF_BITS 200000
 
 static void mul_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t r);
 
@@ -901,6 +904,17 @@ static void num_pow_into(ch_ctx *ctx, acc *a, const fmpq_t v, const fmpq_t r)
     } else {
         fmpq_pow_si(t, v, fmpz_get_si(fl));
         fmpq_mul(a->num, a->num, t);
+        if (fmpz_bits(fmpq_numref(a->num)) + fmpz_bits(fmpq_denref(a->num))
+            > MAX_COEFF_BITS) {
+            fmpz_clear(fl);
+            fmpq_clear(frac);
+            fmpq_clear(t);
+            ch_ctx_fail(ctx, CH_ERR_LIMIT,
+                        "numeric value too large (beyond %d bits)",
+                        MAX_COEFF_BITS);
+            a->failed = 1;
+            return;
+        }
         if (!fmpq_is_zero(frac)) {
             /* (n/d)^f = n^f * d^(1-f) / d */
             fmpq_t g;
@@ -919,7 +933,8 @@ static void num_pow_into(ch_ctx *ctx, acc *a, const fmpq_t v, const fmpq_t r)
     fmpq_clear(t);
     return;
 too_big:
-    ch_ctx_fail(ctx, CH_ERR_LIMIT, "numeric power too large");
+    ch_ctx_fail(ctx, CH_ERR_LIMIT, "numeric value too large (beyond %d bits)",
+                MAX_POW_BITS);
     a->failed = 1;
 }
 

@@ -7,6 +7,7 @@
 
 #include "diff.h"
 #include "eval.h"
+#include "simplify.h"
 
 const ch_expr **ch_mat_new(ch_ctx *ctx, size_t rows, size_t cols)
 {
@@ -91,4 +92,127 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
     free(sym);
     free(val);
     return best;
+}
+
+/* Random symbol values for pivot decisions: a fixed generic point (odd
+ * points positive, as in ch_numeric_rank). */
+static double *generic_point(ch_ctx *ctx, int which)
+{
+    size_t ns = ch_ctx_nsyms(ctx);
+    double *v = malloc((ns ? ns : 1) * sizeof *v);
+    unsigned long long seed = 0x2545F4914F6CDD1DULL + (unsigned long long)which;
+    for (size_t s = 0; v && s < ns; s++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
+        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
+        const ch_sym *sym = ch_ctx_sym(ctx, (uint32_t)s);
+        if (sym->kind == CH_SYM_PI) v[s] = 3.14159265358979323846;
+    }
+    return v;
+}
+
+/* Nonzero at one of two generic points (NaN counts as not decided). */
+static int generically_nonzero(ch_ctx *ctx, const ch_expr *e, double *const *pts)
+{
+    if (ch_is_zero(e)) return 0;
+    if (e->kind == CH_NUM) return 1;
+    for (int i = 0; i < 2; i++) {
+        double v = ch_eval_d(ctx, e, pts[i]);
+        if (isfinite(v) && fabs(v) > 1e-9) return 1;
+    }
+    return 0;
+}
+
+/* a*d - b*c divided exactly by prev (Bareiss); the quotient is simplified
+ * when prev is not 1 so that the division cancels. */
+static const ch_expr *bareiss(ch_ctx *ctx, const ch_expr *a, const ch_expr *d,
+                              const ch_expr *b, const ch_expr *c,
+                              const ch_expr *prev)
+{
+    const ch_expr *num = ch_sub(ctx, ch_mul(ctx, a, d), ch_mul(ctx, b, c));
+    if (!num || ch_is_zero(num) || ch_is_one(prev)) return num;
+    const ch_expr *q = ch_div(ctx, num, prev);
+    const ch_expr *s = q && ch_dag_size(q) < 300 ? ch_simplify(ctx, q) : NULL;
+    if (!s) ch_ctx_clear_error(ctx); /* too large to simplify: keep q */
+    return s ? s : q;
+}
+
+int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
+                 const ch_expr *const *B, const ch_expr **X)
+{
+    size_t w = k + nrhs; /* augmented width */
+    const ch_expr **T = malloc((k * w + 1) * sizeof *T);
+    double *pts[2] = {generic_point(ctx, 0), generic_point(ctx, 1)};
+    int rc = -1;
+    if (!T || !pts[0] || !pts[1]) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < k; i++) {
+        for (size_t j = 0; j < k; j++) T[i * w + j] = A[i * k + j];
+        for (size_t j = 0; j < nrhs; j++) T[i * w + k + j] = B[i * nrhs + j];
+    }
+    const ch_expr *prev = ch_one(ctx);
+    for (size_t p = 0; p < k; p++) {
+        size_t piv = k;
+        for (size_t i = p; i < k && piv == k; i++)
+            if (generically_nonzero(ctx, T[i * w + p], pts)) piv = i;
+        if (piv == k) {
+            rc = 1;
+            goto out;
+        }
+        for (size_t j = 0; j < w && piv != p; j++) {
+            const ch_expr *t = T[p * w + j];
+            T[p * w + j] = T[piv * w + j];
+            T[piv * w + j] = t;
+        }
+        for (size_t i = p + 1; i < k; i++) {
+            const ch_expr *lead = T[i * w + p];
+            /* Bareiss step: the division by the previous pivot is exact
+             * for polynomial entries; simplify cancels it. */
+            for (size_t j = p + 1; j < w; j++)
+                T[i * w + j] = bareiss(ctx, T[p * w + p], T[i * w + j], lead,
+                                       T[p * w + j], prev);
+            T[i * w + p] = ch_zero(ctx);
+        }
+        prev = T[p * w + p];
+    }
+    /* Back substitution on the fraction-free triangle. */
+    for (size_t c = 0; c < nrhs; c++)
+        for (size_t ii = k; ii-- > 0;) {
+            size_t nt = 0;
+            const ch_expr **terms = malloc((k + 1) * sizeof *terms);
+            if (!terms) goto out;
+            terms[nt++] = T[ii * w + k + c];
+            for (size_t j = ii + 1; j < k; j++)
+                terms[nt++] = ch_neg(ctx, ch_mul(ctx, T[ii * w + j], X[j * nrhs + c]));
+            X[ii * nrhs + c] = ch_div(ctx, ch_add_n(ctx, nt, terms), T[ii * w + ii]);
+            free(terms);
+            if (!X[ii * nrhs + c]) goto out;
+        }
+    rc = 0;
+out:
+    free(T);
+    free(pts[0]);
+    free(pts[1]);
+    return rc;
+}
+
+int ch_mat_vec(ch_ctx *ctx, size_t rows, size_t cols,
+               const ch_expr *const *A, const ch_expr *const *x,
+               const ch_expr **y)
+{
+    const ch_expr **terms = malloc((cols + 1) * sizeof *terms);
+    if (!terms) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < rows; i++) {
+        for (size_t j = 0; j < cols; j++) terms[j] = ch_mul(ctx, A[i * cols + j], x[j]);
+        if (!(y[i] = ch_add_n(ctx, cols, terms))) rc = -1;
+    }
+    free(terms);
+    return rc;
 }

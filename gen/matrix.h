@@ -23,4 +23,18 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
                     const ch_expr *const *a, int points);
 
+/* Solves A X = B exactly for a k x k matrix A and a k x nrhs matrix B by
+ * fraction-free (Bareiss) elimination; pivots are chosen among entries that
+ * are nonzero at a random point, so an identically singular A is reported
+ * (return 1) rather than divided by. X (k x nrhs, caller's array) gets
+ * entries num/det in lowest structural terms. Returns 0, 1 when A is
+ * singular at generic points, -1 on failure (context error set). */
+int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
+                 const ch_expr *const *B, const ch_expr **X);
+
+/* y = A x for a rows x cols matrix (y: rows entries, caller's array). */
+int ch_mat_vec(ch_ctx *ctx, size_t rows, size_t cols,
+               const ch_expr *const *A, const ch_expr *const *x,
+               const ch_expr **y);
+
 #endif

@@ -18,6 +18,11 @@ typedef struct {
     const ch_derivation *d;
 } writer;
 
+static const char *verdict_word(int v)
+{
+    return v == 1 ? "true" : v == 0 ? "false" : "unknown";
+}
+
 /* ---- text --------------------------------------------------------------- */
 
 static void text_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
@@ -86,7 +91,39 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
         if (zeros) ch_buf_printf(o, "  (the %zu entries not listed are 0)\n", zeros);
         break;
     }
+    case CH_ENTRY_DEGREES:
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_printf(o, "  phi_%s: ", e->row_labels[i]);
+            if (e->e[i]) {
+                ch_buf_put(o, "homogeneous of degree ");
+                ch_print(o, e->e[i], CH_STYLE_TEXT);
+                ch_buf_put(o, "\n");
+            } else {
+                ch_buf_put(o, "not homogeneous\n");
+            }
+        }
+        break;
+    case CH_ENTRY_VERDICT:
+        ch_buf_printf(o, "  %s\n", verdict_word(e->verdict));
+        break;
+    case CH_ENTRY_OBJECT:
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
+            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            ch_buf_put(o, "\n");
+        }
+        break;
+    case CH_ENTRY_PH:
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
+            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            ch_buf_printf(o, "\n  y_%s' = ", e->row_labels[i]);
+            ch_print(o, e->e2[i], CH_STYLE_TEXT);
+            ch_buf_put(o, "\n");
+        }
+        break;
     }
+    if (e->note && e->kind != CH_ENTRY_NULL) ch_buf_printf(o, "  (%s)\n", e->note);
 }
 
 static void write_text(writer *w, size_t n, const ch_entry *const *sel)
@@ -118,7 +155,9 @@ static void latex_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
     static const struct { const char *sym, *tex; } map[] = {
         {"p", "p"}, {"M", "M"}, {"E", "E"}, {"Q", "Q"}, {"phi", "\\varphi"},
         {"G", "G"}, {"c", "c"}, {"R", "R"}, {"L", "L"}, {"L*", "L^{*}"},
-        {"E*", "E^{*}"}, {"M*", "M^{*}"}, {"y*", "y^{*}"}, {"H*", "H^{*}"}};
+        {"E*", "E^{*}"}, {"M*", "M^{*}"}, {"y*", "y^{*}"}, {"H*", "H^{*}"},
+        {"lambda", "\\lambda"}, {"p*", "p^{*}"}, {"alpha_bar", "\\bar{\\alpha}"},
+        {"B", "B"}};
     const char *tex = NULL;
     for (size_t k = 0; e->symbol && k < sizeof map / sizeof map[0]; k++)
         if (strcmp(map[k].sym, e->symbol) == 0) tex = map[k].tex;
@@ -217,6 +256,44 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
         if (zeros) ch_buf_printf(o, "The %zu entries not listed are $0$.\n", zeros);
         break;
     }
+    case CH_ENTRY_DEGREES:
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_printf(o, "%s$\\varphi_{%s}$: ", i ? "\\\\\n" : "", e->row_labels[i]);
+            if (e->e[i]) {
+                ch_buf_put(o, "homogeneous of degree $");
+                ch_print(o, e->e[i], CH_STYLE_LATEX);
+                ch_buf_put(o, "$");
+            } else {
+                ch_buf_put(o, "not homogeneous");
+            }
+        }
+        ch_buf_put(o, "\n");
+        break;
+    case CH_ENTRY_VERDICT:
+        ch_buf_printf(o, "\\textbf{%s}\n", verdict_word(e->verdict));
+        break;
+    case CH_ENTRY_OBJECT:
+    case CH_ENTRY_PH:
+        ch_buf_put(o, "\\begin{align*}\n");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, " \\\\\n");
+            ch_buf_put(o, "\\dot{");
+            ch_print_latex_name(o, e->row_labels[i]);
+            ch_buf_put(o, "} &= ");
+            ch_print(o, e->e[i], CH_STYLE_LATEX);
+            if (e->kind != CH_ENTRY_PH) continue;
+            ch_buf_put(o, " \\\\\n\\dot{y}^{*}_{");
+            ch_print_latex_name(o, e->row_labels[i]);
+            ch_buf_put(o, "} &= ");
+            ch_print(o, e->e2[i], CH_STYLE_LATEX);
+        }
+        ch_buf_put(o, "\n\\end{align*}\n");
+        break;
+    }
+    if (e->note && e->kind != CH_ENTRY_NULL) {
+        ch_buf_put(o, "\\par\\noindent ");
+        latex_escape(o, e->note);
+        ch_buf_put(o, ".\n");
     }
 }
 
@@ -288,6 +365,41 @@ static void py_value(ch_buf *o, const ch_entry *e)
         }
         ch_buf_put(o, e->kind == CH_ENTRY_MATRIX ? "])" : "]");
         break;
+    case CH_ENTRY_DEGREES:
+        ch_buf_put(o, "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            if (e->e[i])
+                py_expr(o, e->e[i]);
+            else
+                ch_buf_put(o, "None");
+        }
+        ch_buf_put(o, "]");
+        break;
+    case CH_ENTRY_VERDICT:
+        ch_buf_put(o, e->verdict == 1 ? "True" : e->verdict == 0 ? "False" : "\"unknown\"");
+        break;
+    case CH_ENTRY_OBJECT:
+        ch_buf_put(o, "{");
+        for (size_t i = 0; i < e->rows; i++) {
+            ch_buf_put(o, i ? ",\n    " : "\n    ");
+            py_string(o, e->names[i]);
+            ch_buf_put(o, ": ");
+            py_expr(o, e->e[i]);
+        }
+        ch_buf_put(o, "}");
+        break;
+    case CH_ENTRY_PH:
+        for (int col = 0; col < 2; col++) {
+            ch_buf_put(o, col ? ",\n    \"y_t\": [" : "{\n    \"q_t\": [");
+            for (size_t i = 0; i < e->rows; i++) {
+                if (i) ch_buf_put(o, ", ");
+                py_expr(o, (col ? e->e2 : e->e)[i]);
+            }
+            ch_buf_put(o, "]");
+        }
+        ch_buf_put(o, "}");
+        break;
     }
 }
 
@@ -335,6 +447,17 @@ static void json_expr(ch_buf *o, const ch_expr *e)
     ch_buf_free(&tmp);
 }
 
+/* A rational as a JSON number (exact for integers), NULL as null. */
+static void json_number(ch_buf *o, const ch_expr *e)
+{
+    if (!e || e->kind != CH_NUM)
+        ch_buf_put(o, "null");
+    else if (fmpz_is_one(fmpq_denref(e->num)) && fmpz_fits_si(fmpq_numref(e->num)))
+        ch_buf_printf(o, "%ld", (long)fmpz_get_si(fmpq_numref(e->num)));
+    else
+        ch_buf_printf(o, "%.17g", ch_fmpq_to_double(e->num));
+}
+
 static void json_value(ch_buf *o, const ch_model *m, const ch_entry *e)
 {
     switch (e->kind) {
@@ -375,6 +498,38 @@ static void json_value(ch_buf *o, const ch_model *m, const ch_entry *e)
             if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "]");
         }
         ch_buf_put(o, "]");
+        break;
+    case CH_ENTRY_DEGREES:
+        ch_buf_put(o, "[");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            json_number(o, e->e[i]);
+        }
+        ch_buf_put(o, "]");
+        break;
+    case CH_ENTRY_VERDICT:
+        ch_buf_put(o, e->verdict == 1 ? "true" : e->verdict == 0 ? "false" : "\"unknown\"");
+        break;
+    case CH_ENTRY_OBJECT:
+        ch_buf_put(o, "{");
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, ", ");
+            ch_print_json_string(o, e->names[i]);
+            ch_buf_put(o, ": ");
+            json_expr(o, e->e[i]);
+        }
+        ch_buf_put(o, "}");
+        break;
+    case CH_ENTRY_PH:
+        for (int col = 0; col < 2; col++) {
+            ch_buf_put(o, col ? ", \"y_t\": [" : "{\"q_t\": [");
+            for (size_t i = 0; i < e->rows; i++) {
+                if (i) ch_buf_put(o, ", ");
+                json_expr(o, (col ? e->e2 : e->e)[i]);
+            }
+            ch_buf_put(o, "]");
+        }
+        ch_buf_put(o, "}");
         break;
     }
 }
@@ -417,6 +572,11 @@ int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
         int want = nonly == 0;
         for (size_t k = 0; k < nonly && !want; k++)
             want = strcmp(only[k], d->entry[i].key) == 0;
+        /* display-only entries (explicit multipliers, B, the E* identity)
+         * are not SPEC §3 keys: machine formats leave them out */
+        if (d->entry[i].display_only
+            && (fmt == CH_FORMAT_JSON || fmt == CH_FORMAT_SYMPY))
+            want = 0;
         if (want) sel[n++] = &d->entry[i];
     }
     writer w = {out, d};

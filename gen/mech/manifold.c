@@ -1,0 +1,633 @@
+/* manifold.c — choice of the dependent velocities, multiplier symbols and
+ * random points on the constraint manifold (THEORY §2, §4, §7).
+ *
+ * A sample is built in three stages. The free values (t, q, parameters,
+ * independent velocities) are exact dyadic numbers. The dependent
+ * velocities come from a damped Newton iteration in double precision,
+ * refined by Newton steps in ball arithmetic and then certified by the
+ * Krawczyk test: with X = x~ +- r and Y ~ J(x~)^-1,
+ *   K(X) = x~ - Y phi(x~) + (I - Y J(X)) (X - x~)  inside the interior of X
+ * proves that X holds exactly one root of phi, and that root lies in K(X).
+ * The dependent velocity balls are set to K(X), so an expression that
+ * vanishes on the manifold gets an enclosure of 0 (with a radius of about
+ * 2^-(prec-24)), not merely a small value. Finally q_tt and lambda solve the
+ * KKT system by arb_mat_solve, which encloses the solution for every
+ * matrix in the balls or reports failure. */
+#include "manifold.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../matrix.h"
+
+/* flint_compat.h does not provide the ball matrices. */
+#if __FLINT_RELEASE >= 30000
+#include <flint/arb_mat.h>
+#else
+#include <arb_mat.h>
+#endif
+
+#define RANK_POINTS 6
+/* Generic points tried when choosing the dependent velocities. */
+#define CHOICE_POINTS 16
+/* Relative size below which an eliminated Jacobian entry counts as 0. */
+#define CHOICE_TOL 1e-9
+/* Whole new points tried by one call of the sampler before giving up. */
+#define SAMPLE_TRIES 12
+/* Newton starts per point, iterations per start. */
+#define NEWTON_STARTS 4
+#define NEWTON_ITERS 80
+/* Extra working precision of the ball stages. */
+#define GUARD_BITS 32
+
+/* ======================================================================
+ * choice of the dependent velocities
+ * ====================================================================== */
+
+/* A deterministic generic point (odd points all positive, as in matrix.c:
+ * sqrt and log need that domain); pi gets its value. */
+static void generic_point(ch_ctx *ctx, int which, double *v, size_t ns)
+{
+    unsigned long long seed = 0x6A09E667F3BCC908ULL + 0x9E3779B97F4A7C15ULL * (unsigned long long)which;
+    for (size_t s = 0; s < ns; s++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
+        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
+        if (ch_ctx_sym(ctx, (uint32_t)s)->kind == CH_SYM_PI)
+            v[s] = 3.14159265358979323846;
+    }
+}
+
+/* "x', y'" for the velocities idx[0..k-1], for messages. */
+static void velocity_names(const ch_model *m, const int *idx, size_t k,
+                           char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < k && used < size; i++) {
+        int w = snprintf(buf + used, size - used, "%s%s'", i ? ", " : "",
+                         m->q[idx[i]]->sym->name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static int block_rank(ch_ctx *ctx, const ch_lagrange *L, const int *dep,
+                      size_t k, size_t n)
+{
+    const ch_expr **blk = malloc((k * k + 1) * sizeof *blk);
+    if (!blk) return -2;
+    for (size_t a = 0; a < k; a++)
+        for (size_t b = 0; b < k; b++) blk[a * k + b] = L->G[a * n + dep[b]];
+    int r = ch_numeric_rank(ctx, k, k, blk, RANK_POINTS);
+    free(blk);
+    return r;
+}
+
+static int take_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                          ch_manifold *mf, ch_error *err)
+{
+    if (m->ndep != mf->k)
+        return ch_error_set(err, CH_ERR_MODEL, m->file, m->dependent_pos.line,
+                            m->dependent_pos.col,
+                            "`dependent` names %zu velocities for %zu "
+                            "constraints", m->ndep, mf->k);
+    for (size_t a = 0; a < mf->k; a++) {
+        int d = m->dependent[a];
+        if (d < 0 || (size_t)d >= mf->n || mf->is_dep[d])
+            return ch_error_set(err, CH_ERR_MODEL, m->file,
+                                m->dependent_pos.line, m->dependent_pos.col,
+                                "bad `dependent` statement");
+        mf->dep[a] = d;
+        mf->is_dep[d] = 1;
+    }
+    int r = block_rank(ctx, L, mf->dep, mf->k, mf->n);
+    if (r == -2) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+    if (r < (int)mf->k) {
+        char names[400];
+        velocity_names(m, mf->dep, mf->k, names, sizeof names);
+        return ch_error_set(err, CH_ERR_MODEL, m->file, m->dependent_pos.line,
+                            m->dependent_pos.col,
+                            "bad `dependent` choice: the constraint Jacobian "
+                            "block of %s is identically singular", names);
+    }
+    return 0;
+}
+
+/* Picks the velocity of constraint a from its row after elimination of the
+ * earlier choices: the last-declared one whose symbolic coefficient is a
+ * nonzero number, else the last-declared one that is nonzero. -1: none. */
+static int pick_velocity(const ch_lagrange *L, const ch_manifold *mf,
+                         const double *row, double tol, size_t a)
+{
+    int numeric = -1, any = -1;
+    for (size_t i = 0; i < mf->n; i++) {
+        if (mf->is_dep[i] || !(fabs(row[i]) > tol)) continue;
+        const ch_expr *g = L->G[a * mf->n + i];
+        any = (int)i;
+        if (ch_is_num(g) && !ch_is_zero(g)) numeric = (int)i;
+    }
+    return numeric >= 0 ? numeric : any;
+}
+
+/* Gaussian elimination at one generic point, constraint by constraint,
+ * pivoting on the chosen column. */
+static int eliminate_and_choose(const ch_lagrange *L, ch_manifold *mf, double *a)
+{
+    size_t n = mf->n, k = mf->k;
+    for (size_t r = 0; r < k; r++) {
+        double rowmax = 0;
+        for (size_t i = 0; i < n; i++)
+            if (fabs(a[r * n + i]) > rowmax) rowmax = fabs(a[r * n + i]);
+        int p = pick_velocity(L, mf, a + r * n, CHOICE_TOL * rowmax, r);
+        if (p < 0) return -1;
+        mf->dep[r] = p;
+        mf->is_dep[p] = 1;
+        for (size_t s = r + 1; s < k; s++) {
+            double f = a[s * n + p] / a[r * n + p];
+            for (size_t i = 0; i < n; i++) a[s * n + i] -= f * a[r * n + i];
+        }
+    }
+    return 0;
+}
+
+static int choose_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                            ch_manifold *mf, ch_error *err)
+{
+    size_t n = mf->n, k = mf->k, ns = ch_ctx_nsyms(ctx);
+    double *pt = malloc((ns ? ns : 1) * sizeof *pt);
+    double *a = malloc((k * n + 1) * sizeof *a);
+    int rc = -1, found = 0;
+    if (!pt || !a) {
+        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+        goto out;
+    }
+    for (int w = 0; w < CHOICE_POINTS && !found; w++) {
+        generic_point(ctx, w, pt, ns);
+        ch_eval_d_many(ctx, k * n, L->G, pt, a);
+        found = 1;
+        for (size_t i = 0; i < k * n; i++) found &= isfinite(a[i]) != 0;
+    }
+    ch_pos pos = m->constraint_pos[0];
+    if (!found) {
+        rc = ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                          "cannot choose the dependent velocities: the "
+                          "constraint Jacobian is not finite at random "
+                          "points; add a `dependent` statement");
+        goto out;
+    }
+    if (eliminate_and_choose(L, mf, a) || block_rank(ctx, L, mf->dep, k, n) < (int)k) {
+        rc = ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                          "cannot choose the dependent velocities "
+                          "automatically; add a `dependent` statement");
+        goto out;
+    }
+    mf->auto_chosen = 1;
+    rc = 0;
+out:
+    free(pt);
+    free(a);
+    return rc;
+}
+
+/* Where a model symbol was declared (parameter or coordinate). */
+static ch_pos declared_at(const ch_model *m, const ch_expr *s)
+{
+    ch_pos none = {0, 0};
+    for (size_t j = 0; j < m->np; j++)
+        if (m->param[j] == s) return m->param_pos[j];
+    for (size_t i = 0; i < m->n; i++)
+        if (m->q[i] == s) return m->q_pos[i];
+    return none;
+}
+
+static int make_multipliers(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
+                            ch_error *err)
+{
+    for (size_t a = 0; a < mf->k; a++) {
+        char name[32];
+        snprintf(name, sizeof name, "lambda_%zu", a + 1);
+        const ch_expr *old = ch_symbol_find(ctx, name);
+        if (old && old->sym->kind != CH_SYM_OTHER) {
+            ch_pos p = declared_at(m, old);
+            return ch_error_set(err, CH_ERR_MODEL, m->file, p.line, p.col,
+                                "the name %s is reserved for multipliers", name);
+        }
+        mf->lambda[a] = ch_symbol(ctx, name, CH_SYM_OTHER, NULL, 0, (int)a);
+        if (!mf->lambda[a]) {
+            const ch_error *e = ch_ctx_error(ctx);
+            return ch_error_set(err, e->code ? e->code : CH_ERR_MEMORY, m->file,
+                                0, 0, "%s", e->msg);
+        }
+    }
+    return 0;
+}
+
+int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                     ch_manifold *out, ch_error *err)
+{
+    ch_manifold mf;
+    memset(&mf, 0, sizeof mf);
+    mf.ctx = ctx;
+    mf.model = m;
+    mf.lag = L;
+    mf.n = m->n;
+    mf.k = m->k;
+    if (mf.k > mf.n)
+        return ch_error_set(err, CH_ERR_MODEL, m->file, 0, 0,
+                            "more constraints than coordinates");
+    mf.m = mf.n - mf.k;
+    mf.dep = ch_ctx_alloc(ctx, (mf.k + 1) * sizeof *mf.dep);
+    mf.indep = ch_ctx_alloc(ctx, (mf.m + 1) * sizeof *mf.indep);
+    mf.is_dep = ch_ctx_alloc(ctx, (mf.n + 1) * sizeof *mf.is_dep);
+    mf.lambda = ch_ctx_alloc(ctx, (mf.k + 1) * sizeof *mf.lambda);
+    if (!mf.dep || !mf.indep || !mf.is_dep || !mf.lambda)
+        return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+    if (mf.k) {
+        int rc = m->ndep ? take_dependent(ctx, m, L, &mf, err)
+                         : choose_dependent(ctx, m, L, &mf, err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0, r = 0; i < mf.n; i++)
+        if (!mf.is_dep[i]) mf.indep[r++] = (int)i;
+    int rc = make_multipliers(ctx, m, &mf, err);
+    if (rc) return rc;
+    *out = mf;
+    return 0;
+}
+
+/* ======================================================================
+ * sampling: free values
+ * ====================================================================== */
+
+/* An exact double in [lo, hi], negated with probability 1/2 if `sign`. */
+static double draw(flint_rand_t rnd, double lo, double hi, int sign)
+{
+    double u = (double)n_randint(rnd, (1UL << 20) + 1) / (double)(1UL << 20);
+    double v = lo + (hi - lo) * u;
+    return sign && n_randint(rnd, 2) ? -v : v;
+}
+
+static void set_sym(arb_struct *sv, const ch_expr *s, double v)
+{
+    arb_set_d(sv + s->sym->sid, v);
+}
+
+static void draw_free(const ch_manifold *mf, flint_rand_t rnd, arb_struct *sv,
+                      int positive, double vscale)
+{
+    const ch_model *m = mf->model;
+    set_sym(sv, m->t, positive ? draw(rnd, 0.3, 1.5, 0) : draw(rnd, -1.5, 1.5, 0));
+    for (size_t i = 0; i < m->n; i++) {
+        set_sym(sv, m->q[i], draw(rnd, 0.3, 1.5, !positive));
+        double v = draw(rnd, 0.3, 1.5, !positive);
+        set_sym(sv, m->qt[i], mf->is_dep[i] ? v : vscale * v);
+    }
+    for (size_t j = 0; j < m->np; j++) set_sym(sv, m->param[j], draw(rnd, 0.5, 1.5, 0));
+}
+
+/* ======================================================================
+ * sampling: dependent velocities
+ * ====================================================================== */
+
+typedef struct {
+    const ch_manifold *mf;
+    size_t ns, k;
+    const ch_expr **fx; /* phi (k) then the dependent block of G (k*k) */
+    double *d;          /* double symbol values */
+    double *fv;         /* values of fx */
+    double *step, *trial;
+} dsolver;
+
+/* Solves the k x k system a x = b in place (partial pivoting); -1 when
+ * singular or not finite. */
+static int lin_solve_d(double *a, double *b, size_t k)
+{
+    for (size_t c = 0; c < k; c++) {
+        size_t p = c;
+        for (size_t r = c + 1; r < k; r++)
+            if (fabs(a[r * k + c]) > fabs(a[p * k + c])) p = r;
+        if (!(fabs(a[p * k + c]) > 0) || !isfinite(a[p * k + c])) return -1;
+        if (p != c) {
+            for (size_t j = 0; j < k; j++) {
+                double t = a[c * k + j];
+                a[c * k + j] = a[p * k + j];
+                a[p * k + j] = t;
+            }
+            double t = b[c];
+            b[c] = b[p];
+            b[p] = t;
+        }
+        for (size_t r = c + 1; r < k; r++) {
+            double f = a[r * k + c] / a[c * k + c];
+            for (size_t j = c; j < k; j++) a[r * k + j] -= f * a[c * k + j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (size_t c = k; c-- > 0;) {
+        double s = b[c];
+        for (size_t j = c + 1; j < k; j++) s -= a[c * k + j] * b[j];
+        b[c] = s / a[c * k + c];
+        if (!isfinite(b[c])) return -1;
+    }
+    return 0;
+}
+
+static uint32_t dep_sid(const ch_manifold *mf, size_t a)
+{
+    return mf->model->qt[mf->dep[a]]->sym->sid;
+}
+
+/* max |phi| at the current double point; NaN-safe (returns inf). */
+static double dphi_norm(dsolver *s)
+{
+    ch_eval_d_many(s->mf->ctx, s->k, s->fx, s->d, s->fv);
+    double mx = 0;
+    for (size_t a = 0; a < s->k; a++) {
+        if (!isfinite(s->fv[a])) return INFINITY;
+        if (fabs(s->fv[a]) > mx) mx = fabs(s->fv[a]);
+    }
+    return mx;
+}
+
+/* Damped Newton in double from the current values of the dependent
+ * velocities; 0 when the Newton correction became negligible. */
+static int newton_d(dsolver *s)
+{
+    size_t k = s->k;
+    const ch_manifold *mf = s->mf;
+    for (int it = 0; it < NEWTON_ITERS; it++) {
+        ch_eval_d_many(mf->ctx, k + k * k, s->fx, s->d, s->fv);
+        double f0 = 0, vmax = 0, dmax = 0;
+        for (size_t a = 0; a < k + k * k; a++)
+            if (!isfinite(s->fv[a])) return -1;
+        for (size_t a = 0; a < k; a++) {
+            if (fabs(s->fv[a]) > f0) f0 = fabs(s->fv[a]);
+            s->step[a] = s->fv[a];
+            if (fabs(s->d[dep_sid(mf, a)]) > vmax) vmax = fabs(s->d[dep_sid(mf, a)]);
+        }
+        if (lin_solve_d(s->fv + k, s->step, k)) return -1;
+        for (size_t a = 0; a < k; a++)
+            if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
+        if (dmax <= 1e-12 * (1 + vmax)) return 0;
+        /* backtracking: accept the first step that decreases |phi| */
+        for (size_t a = 0; a < k; a++) s->trial[a] = s->d[dep_sid(mf, a)];
+        double lam = 1;
+        int ok = 0;
+        for (int h = 0; h < 30 && !ok; h++, lam /= 2) {
+            for (size_t a = 0; a < k; a++)
+                s->d[dep_sid(mf, a)] = s->trial[a] - lam * s->step[a];
+            ok = dphi_norm(s) < (1 - lam / 4) * f0;
+        }
+        if (!ok) return -1;
+    }
+    return -1;
+}
+
+/* Evaluates the expressions e[0..cnt-1] in balls into the matrix entries
+ * (row-major, cols columns); nonzero when one is undefined. */
+static int eval_into(ch_ctx *ctx, arb_mat_t A, size_t cnt, size_t cols,
+                     const ch_expr *const *e, const arb_struct *sv, slong prec)
+{
+    for (size_t i = 0; i < cnt; i++)
+        if (ch_eval_arb(ctx, arb_mat_entry(A, i / cols, i % cols), e[i], sv, prec))
+            return -1;
+    return 0;
+}
+
+/* Newton steps in ball arithmetic (midpoints only) until the correction is
+ * below 2^-(prec-8) relative: the double root is good to ~50 bits, so a few
+ * quadratic steps reach any precision. */
+static int newton_arb(dsolver *s, arb_struct *sv, slong prec)
+{
+    const ch_manifold *mf = s->mf;
+    slong k = (slong)s->k, wp = prec + GUARD_BITS;
+    arb_mat_t F, J, D;
+    arb_mat_init(F, k, 1);
+    arb_mat_init(J, k, k);
+    arb_mat_init(D, k, 1);
+    int rc = -1;
+    for (int it = 0; it < 16; it++) {
+        if (eval_into(mf->ctx, F, s->k, 1, s->fx, sv, wp)
+            || eval_into(mf->ctx, J, s->k * s->k, s->k, s->fx + s->k, sv, wp)
+            || !arb_mat_approx_solve(D, J, F, wp))
+            break;
+        int small = 1;
+        for (slong a = 0; a < k; a++) {
+            arb_ptr x = sv + dep_sid(mf, (size_t)a);
+            arf_srcptr d = arb_midref(arb_mat_entry(D, a, 0));
+            slong ex = arf_abs_bound_lt_2exp_si(arb_midref(x));
+            if (ex < 0) ex = 0;
+            if (!arf_is_finite(d)) goto out;
+            small &= arf_cmpabs_2exp_si(d, -(prec - 8) + ex) < 0;
+            arf_sub(arb_midref(x), arb_midref(x), d, wp, ARF_RND_NEAR);
+            mag_zero(arb_radref(x));
+        }
+        if (small) {
+            rc = 0;
+            break;
+        }
+    }
+out:
+    arb_mat_clear(F);
+    arb_mat_clear(J);
+    arb_mat_clear(D);
+    return rc;
+}
+
+/* The Krawczyk test around the current midpoints x~ with radius 2^rexp:
+ * 0 and the dependent velocity balls set to K(X) when it proves a root. */
+static int krawczyk(dsolver *s, arb_struct *sv, slong prec, slong rexp)
+{
+    const ch_manifold *mf = s->mf;
+    slong k = (slong)s->k, wp = prec + GUARD_BITS;
+    arb_mat_t F, YF, J, Y, JX, C, DX, T;
+    arb_mat_init(F, k, 1);
+    arb_mat_init(YF, k, 1);
+    arb_mat_init(J, k, k);
+    arb_mat_init(Y, k, k);
+    arb_mat_init(JX, k, k);
+    arb_mat_init(C, k, k);
+    arb_mat_init(DX, k, 1);
+    arb_mat_init(T, k, 1);
+    int rc = -1;
+    if (eval_into(mf->ctx, F, s->k, 1, s->fx, sv, wp)
+        || eval_into(mf->ctx, J, s->k * s->k, s->k, s->fx + s->k, sv, wp))
+        goto out;
+    arb_mat_get_mid(J, J);
+    if (!arb_mat_approx_inv(Y, J, wp)) goto out;
+    arb_mat_get_mid(Y, Y);
+    /* X = x~ +- r, evaluated Jacobian over the box */
+    for (slong a = 0; a < k; a++) {
+        arb_ptr dx = arb_mat_entry(DX, a, 0);
+        arb_zero(dx);
+        mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
+        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
+    }
+    int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
+    for (slong a = 0; a < k; a++) /* back to x~ */
+        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
+    if (bad) goto out;
+    arb_mat_mul(C, Y, JX, wp);
+    arb_mat_neg(C, C);
+    for (slong a = 0; a < k; a++)
+        arb_add_ui(arb_mat_entry(C, a, a), arb_mat_entry(C, a, a), 1, wp);
+    arb_mat_mul(T, C, DX, wp);      /* (I - Y J(X)) (X - x~) */
+    arb_mat_mul(YF, Y, F, wp);      /* Y phi(x~) */
+    arb_mat_sub(T, T, YF, wp);
+    for (slong a = 0; a < k; a++) {
+        arb_t X, K;
+        arb_init(X);
+        arb_init(K);
+        arb_ptr x = sv + dep_sid(mf, (size_t)a);
+        arb_add(X, x, arb_mat_entry(DX, a, 0), wp);
+        arb_add(K, x, arb_mat_entry(T, a, 0), wp);
+        int inside = arb_contains_interior(X, K);
+        arb_swap(arb_mat_entry(T, a, 0), K); /* keep K until all pass */
+        arb_clear(X);
+        arb_clear(K);
+        if (!inside) goto out;
+    }
+    for (slong a = 0; a < k; a++) arb_set(sv + dep_sid(mf, (size_t)a), arb_mat_entry(T, a, 0));
+    rc = 0;
+out:
+    arb_mat_clear(F);
+    arb_mat_clear(YF);
+    arb_mat_clear(J);
+    arb_mat_clear(Y);
+    arb_mat_clear(JX);
+    arb_mat_clear(C);
+    arb_mat_clear(DX);
+    arb_mat_clear(T);
+    return rc;
+}
+
+/* Certifies a root near the current midpoints, widening the box a few
+ * times; the radius stays far below the zero test's 2^-(prec/2). */
+static int certify(dsolver *s, arb_struct *sv, slong prec)
+{
+    slong ex = 0;
+    for (size_t a = 0; a < s->k; a++) {
+        slong e = arf_abs_bound_lt_2exp_si(arb_midref(sv + dep_sid(s->mf, a)));
+        if (e > ex) ex = e;
+    }
+    for (slong rexp = -prec + 24 + ex; rexp < -prec / 2 - 16; rexp += 16)
+        if (!krawczyk(s, sv, prec, rexp)) return 0;
+    return -1;
+}
+
+static int solve_dependent(dsolver *s, flint_rand_t rnd, arb_struct *sv,
+                           slong prec)
+{
+    const ch_manifold *mf = s->mf;
+    for (size_t i = 0; i < s->ns; i++)
+        s->d[i] = arf_get_d(arb_midref(sv + i), ARF_RND_NEAR);
+    int ok = 0;
+    for (int start = 0; start < NEWTON_STARTS && !ok; start++) {
+        if (start)
+            for (size_t a = 0; a < s->k; a++)
+                s->d[dep_sid(mf, a)] = draw(rnd, 0.3, 1.5, 1) * (double)(1 << (start - 1));
+        ok = newton_d(s) == 0;
+    }
+    if (!ok) return -1;
+    for (size_t a = 0; a < s->k; a++)
+        arb_set_d(sv + dep_sid(mf, a), s->d[dep_sid(mf, a)]);
+    if (newton_arb(s, sv, prec)) return -1;
+    return certify(s, sv, prec);
+}
+
+/* ======================================================================
+ * sampling: accelerations and multipliers
+ * ====================================================================== */
+
+static int solve_kkt(const ch_manifold *mf, arb_struct *sv, slong prec)
+{
+    const ch_lagrange *L = mf->lag;
+    ch_ctx *ctx = mf->ctx;
+    slong n = (slong)mf->n, k = (slong)mf->k, N = n + k, wp = prec + GUARD_BITS;
+    arb_mat_t A, B, X;
+    arb_mat_init(A, N, N);
+    arb_mat_init(B, N, 1);
+    arb_mat_init(X, N, 1);
+    arb_t v;
+    arb_init(v);
+    int rc = -1;
+    for (slong i = 0; i < n; i++) {
+        for (slong j = 0; j < n; j++)
+            if (ch_eval_arb(ctx, arb_mat_entry(A, i, j), L->M[i * n + j], sv, wp))
+                goto out;
+        if (ch_eval_arb(ctx, arb_mat_entry(B, i, 0), L->Q[i], sv, wp)
+            || ch_eval_arb(ctx, v, L->h[i], sv, wp))
+            goto out;
+        arb_sub(arb_mat_entry(B, i, 0), arb_mat_entry(B, i, 0), v, wp);
+    }
+    for (slong a = 0; a < k; a++) {
+        for (slong i = 0; i < n; i++) {
+            if (ch_eval_arb(ctx, v, L->G[a * n + i], sv, wp)) goto out;
+            arb_set(arb_mat_entry(A, n + a, i), v);
+            arb_neg(arb_mat_entry(A, i, n + a), v);
+        }
+        if (ch_eval_arb(ctx, v, L->c[a], sv, wp)) goto out;
+        arb_neg(arb_mat_entry(B, n + a, 0), v);
+    }
+    if (!arb_mat_solve(X, A, B, wp)) goto out;
+    for (slong i = 0; i < n; i++)
+        arb_set_round(sv + mf->model->qtt[i]->sym->sid, arb_mat_entry(X, i, 0), prec);
+    for (slong a = 0; a < k; a++)
+        arb_set_round(sv + mf->lambda[a]->sym->sid, arb_mat_entry(X, n + a, 0), prec);
+    rc = 0;
+out:
+    arb_clear(v);
+    arb_mat_clear(A);
+    arb_mat_clear(B);
+    arb_mat_clear(X);
+    return rc;
+}
+
+/* ======================================================================
+ * the sampler
+ * ====================================================================== */
+
+int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
+                       slong prec)
+{
+    const ch_manifold *mf = manifold;
+    const ch_lagrange *L = mf->lag;
+    size_t k = mf->k, n = mf->n;
+    dsolver s;
+    memset(&s, 0, sizeof s);
+    s.mf = mf;
+    s.k = k;
+    s.ns = ch_ctx_nsyms(mf->ctx);
+    s.fx = malloc((k + k * k + 1) * sizeof *s.fx);
+    s.fv = malloc((k + k * k + 1) * sizeof *s.fv);
+    s.d = malloc((s.ns + 1) * sizeof *s.d);
+    s.step = malloc((k + 1) * sizeof *s.step);
+    s.trial = malloc((k + 1) * sizeof *s.trial);
+    int rc = -1;
+    if (!s.fx || !s.fv || !s.d || !s.step || !s.trial) goto out;
+    for (size_t a = 0; a < k; a++) {
+        s.fx[a] = L->phi[a];
+        for (size_t b = 0; b < k; b++) s.fx[k + a * k + b] = L->G[a * n + mf->dep[b]];
+    }
+    /* Later tries use all-positive points (domains of sqrt, log) and
+     * smaller independent velocities (constraints such as
+     * x'^2 + y'^2 = v0^2 have no real solution when they are large). */
+    for (int tr = 0; tr < SAMPLE_TRIES && rc; tr++) {
+        double vscale = ldexp(1.0, -(tr / 4));
+        draw_free(mf, rnd, symval, tr % 2, vscale);
+        if (k && solve_dependent(&s, rnd, symval, prec)) continue;
+        if (solve_kkt(mf, symval, prec)) continue;
+        rc = 0;
+    }
+out:
+    free(s.fx);
+    free(s.fv);
+    free(s.d);
+    free(s.step);
+    free(s.trial);
+    return rc;
+}

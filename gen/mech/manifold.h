@@ -1,0 +1,47 @@
+/* manifold.h — the dependent velocities and random points on the
+ * constraint manifold (THEORY §4 split, §7 sampling).
+ *
+ * A point is t, q, parameters and the independent velocities drawn at
+ * random; the dependent velocities solve phi(t, q, q_t) = 0 by Newton's
+ * method in ball arithmetic (so nonlinear constraints need no symbolic
+ * alpha); accelerations q_tt and multipliers lambda solve the KKT system
+ * [M -G^T; G 0][q_tt; lambda] = [Q - h; -c] of THEORY §2 in ball
+ * arithmetic. Every derived expression can then be evaluated "on
+ * motions" by the zero test with ch_manifold_sample as its sampler. */
+#ifndef CH_MANIFOLD_H
+#define CH_MANIFOLD_H
+
+#include "../eval.h"
+#include "lagrange.h"
+
+typedef struct ch_manifold {
+    ch_ctx *ctx;
+    const ch_model *model;
+    const ch_lagrange *lag;
+    size_t n, k, m;
+    int *dep;     /* k coordinate indices of the dependent velocities */
+    int *indep;   /* m = n - k coordinate indices, increasing */
+    int *is_dep;  /* n flags */
+    int auto_chosen; /* 1 when chosen by the tool (no `dependent` statement) */
+    const ch_expr **lambda; /* k multiplier symbols lambda_1..lambda_k */
+} ch_manifold;
+
+/* Takes the `dependent` statement (checking that its block of G is not
+ * identically singular: an error positioned at the statement otherwise) or
+ * chooses the dependent velocities: constraint by constraint, a velocity
+ * whose coefficient is a nonzero number if there is one, else the
+ * last-declared velocity with a coefficient that is nonzero at generic
+ * points after elimination. Creates the multiplier symbols. k = 0 is fine
+ * (no dependent velocities). */
+int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                     ch_manifold *out, ch_error *err);
+
+/* ch_sampler for ch_zero_test (data is a ch_manifold *): a random point on
+ * the constraint manifold with q_tt and lambda of the true motion through
+ * it. Parameters are drawn positive (masses, lengths), other symbols with
+ * random signs. Returns nonzero when Newton does not converge or the KKT
+ * system is singular at that point (the zero test then tries another). */
+int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
+                       slong prec);
+
+#endif

@@ -1,0 +1,339 @@
+/* reduce.c — alpha, L*, E*, alpha_bar, B, M* and the reduced equations
+ * (THEORY §4, seed 001 eq. 9–19).
+ *
+ * Every reduced quantity is a function of (t, q, q_t_r) — with the
+ * dependent velocity symbols standing for alpha when alpha is implicit. To
+ * treat both cases alike, partial derivatives of such functions go through
+ * the chain rule: dF/dq_j on the manifold is dF/dq_j + dF/dq_t_dep
+ * dalpha/dq_j (the second term vanishes when alpha was substituted). */
+#include "reduce.h"
+
+#include <stdlib.h>
+
+#include "../diff.h"
+#include "../matrix.h"
+#include "../subst.h"
+
+typedef struct {
+    ch_ctx *ctx;
+    ch_reduced *r;
+    const ch_model *m;
+    const ch_lagrange *L;
+    const ch_expr **vdep, **vind, **adep, **aind; /* k, m, k, m symbols */
+} reducer;
+
+static const ch_expr **arr(ch_ctx *ctx, size_t n) { return ch_mat_new(ctx, n, 1); }
+
+/* v_dep -> alpha (explicit) and a_dep -> qtt_dep (when known). */
+const ch_expr *ch_reduce_on_motion(ch_ctx *ctx, const ch_reduced *r,
+                                   const ch_expr *F)
+{
+    const ch_manifold *mf = r->mf;
+    size_t k = r->k, n = 0;
+    if (!F) return NULL;
+    if (!k) return F;
+    const ch_expr **from = arr(ctx, 2 * k), **to = arr(ctx, 2 * k);
+    if (!from || !to) return NULL;
+    for (size_t nu = 0; nu < k; nu++) {
+        if (r->alpha) {
+            from[n] = mf->model->qt[mf->dep[nu]];
+            to[n++] = r->alpha[nu];
+        }
+        if (r->qtt_dep) {
+            from[n] = mf->model->qtt[mf->dep[nu]];
+            to[n++] = r->qtt_dep[nu];
+        }
+    }
+    return n ? ch_subst(ctx, F, n, from, to) : F;
+}
+
+const ch_expr *ch_reduce_dt(ch_ctx *ctx, const ch_reduced *r, const ch_expr *F)
+{
+    return ch_reduce_on_motion(ctx, r, ch_diff_t(ctx, F));
+}
+
+/* dF/dx on the manifold: dF/dx + sum_nu dF/dq_t_dep_nu * dalpha_nu/dx, with
+ * dalpha/dx given as a column of k entries (stride apart). */
+static const ch_expr *chain(ch_ctx *ctx, const ch_reduced *r, const ch_expr *F,
+                            const ch_expr *x, const ch_expr *const *da,
+                            size_t stride)
+{
+    const ch_manifold *mf = r->mf;
+    const ch_expr **terms = arr(ctx, r->k + 1);
+    if (!terms) return NULL;
+    terms[0] = ch_diff(ctx, F, x);
+    for (size_t nu = 0; nu < r->k; nu++)
+        terms[nu + 1] = ch_mul(ctx, ch_diff(ctx, F, mf->model->qt[mf->dep[nu]]),
+                               da[nu * stride]);
+    return ch_add_n(ctx, r->k + 1, terms);
+}
+
+static const ch_expr *rdiff_q(ch_ctx *ctx, const ch_reduced *r,
+                              const ch_expr *F, size_t j)
+{
+    return chain(ctx, r, F, r->mf->model->q[j], r->da_dq + j, r->n);
+}
+
+static const ch_expr *rdiff_v(ch_ctx *ctx, const ch_reduced *r,
+                              const ch_expr *F, size_t ri)
+{
+    return chain(ctx, r, F, r->mf->model->qt[r->mf->indep[ri]], r->da_dv + ri,
+                 r->m);
+}
+
+const ch_expr *ch_reduce_xstar(ch_ctx *ctx, const ch_reduced *r, size_t ri,
+                               const ch_expr *F)
+{
+    const ch_manifold *mf = r->mf;
+    const ch_expr **terms = arr(ctx, r->k + 1);
+    if (!terms) return NULL;
+    terms[0] = rdiff_q(ctx, r, F, (size_t)mf->indep[ri]);
+    for (size_t mu = 0; mu < r->k; mu++)
+        terms[mu + 1] = ch_mul(ctx, r->da_dv[mu * r->m + ri],
+                               rdiff_q(ctx, r, F, (size_t)mf->dep[mu]));
+    return ch_add_n(ctx, r->k + 1, terms);
+}
+
+/* alpha when every constraint is linear in the dependent velocities:
+ * A v_dep = -phi|_{v_dep = 0} with A the dependent block of G. */
+static int solve_alpha(reducer *s, const ch_expr **A)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    size_t k = r->k;
+    const ch_expr **zeros = arr(ctx, k), **rhs = arr(ctx, k);
+    if (!zeros || !rhs) return -1;
+    for (size_t nu = 0; nu < k; nu++) zeros[nu] = ch_zero(ctx);
+    for (size_t nu = 0; nu < k; nu++)
+        rhs[nu] = ch_neg(ctx, ch_subst(ctx, s->L->phi[nu], k, s->vdep, zeros));
+    r->alpha = arr(ctx, k);
+    if (!r->alpha) return -1;
+    return ch_mat_solve(ctx, k, A, 1, rhs, r->alpha);
+}
+
+/* Derivatives of alpha: directly when explicit, else by implicit
+ * differentiation A dalpha = -dphi. */
+static int alpha_derivatives(reducer *s, const ch_expr **A)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    size_t k = r->k, m = r->m, n = r->n;
+    r->da_dv = arr(ctx, k * m);
+    r->da_dq = arr(ctx, k * n);
+    r->da_dt = arr(ctx, k);
+    if (!r->da_dv || !r->da_dq || !r->da_dt) return -1;
+    if (r->explicit_alpha) {
+        for (size_t nu = 0; nu < k; nu++) {
+            for (size_t ri = 0; ri < m; ri++)
+                r->da_dv[nu * m + ri] = ch_diff(ctx, r->alpha[nu], s->vind[ri]);
+            for (size_t j = 0; j < n; j++)
+                r->da_dq[nu * n + j] = ch_diff(ctx, r->alpha[nu], s->m->q[j]);
+            r->da_dt[nu] = ch_diff(ctx, r->alpha[nu], s->m->t);
+        }
+        return 0;
+    }
+    const ch_expr **rhs = arr(ctx, k * (m + n + 1)), **sol = arr(ctx, k * (m + n + 1));
+    if (!rhs || !sol) return -1;
+    size_t w = m + n + 1;
+    for (size_t nu = 0; nu < k; nu++) {
+        const ch_expr *phi = s->L->phi[nu];
+        for (size_t ri = 0; ri < m; ri++)
+            rhs[nu * w + ri] = ch_neg(ctx, ch_diff(ctx, phi, s->vind[ri]));
+        for (size_t j = 0; j < n; j++)
+            rhs[nu * w + m + j] = ch_neg(ctx, ch_diff(ctx, phi, s->m->q[j]));
+        rhs[nu * w + m + n] = ch_neg(ctx, ch_diff(ctx, phi, s->m->t));
+    }
+    int rc = ch_mat_solve(ctx, k, A, w, rhs, sol);
+    if (rc) return rc;
+    for (size_t nu = 0; nu < k; nu++) {
+        for (size_t ri = 0; ri < m; ri++) r->da_dv[nu * m + ri] = sol[nu * w + ri];
+        for (size_t j = 0; j < n; j++) r->da_dq[nu * n + j] = sol[nu * w + m + j];
+        r->da_dt[nu] = sol[nu * w + m + n];
+    }
+    return 0;
+}
+
+/* Dependent accelerations on motions: d/dt alpha, i.e.
+ * dalpha/dt + dalpha/dq_j q_t_j + dalpha/dq_t_r q_tt_r with q_t_dep = alpha. */
+static int dependent_accelerations(reducer *s)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    size_t k = r->k, m = r->m, n = r->n;
+    const ch_expr **terms = arr(ctx, 1 + n + m);
+    r->qtt_dep = arr(ctx, k);
+    if (!terms || !r->qtt_dep) return -1;
+    for (size_t nu = 0; nu < k; nu++) {
+        size_t nt = 0;
+        terms[nt++] = r->da_dt[nu];
+        for (size_t j = 0; j < n; j++)
+            terms[nt++] = ch_mul(ctx, r->da_dq[nu * n + j], s->m->qt[j]);
+        for (size_t ri = 0; ri < m; ri++)
+            terms[nt++] = ch_mul(ctx, r->da_dv[nu * m + ri], s->aind[ri]);
+        r->qtt_dep[nu] = ch_add_n(ctx, nt, terms);
+    }
+    /* velocities of dependent coordinates inside are alpha on motions */
+    const ch_expr **saved = r->qtt_dep;
+    r->qtt_dep = NULL;
+    for (size_t nu = 0; nu < k; nu++)
+        saved[nu] = ch_reduce_on_motion(ctx, r, saved[nu]);
+    r->qtt_dep = saved;
+    return 0;
+}
+
+/* L*, p*, y*, E*, alpha_bar and the identity of 001 eq. 19. */
+static int energies(reducer *s)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    size_t k = r->k, m = r->m;
+    r->L_star = ch_reduce_on_motion(ctx, r, s->m->lagrangian);
+    r->p_star = arr(ctx, k);
+    r->y_star = arr(ctx, m);
+    r->alpha_bar = arr(ctx, k);
+    const ch_expr **terms = arr(ctx, m + k + 2);
+    if (!r->L_star || !r->p_star || !r->y_star || !r->alpha_bar || !terms) return -1;
+    for (size_t nu = 0; nu < k; nu++)
+        r->p_star[nu] = ch_reduce_on_motion(ctx, r, s->L->p[s->r->mf->dep[nu]]);
+    for (size_t ri = 0; ri < m; ri++) {
+        r->y_star[ri] = rdiff_v(ctx, r, r->L_star, ri);
+        terms[ri] = ch_mul(ctx, s->vind[ri], r->y_star[ri]);
+    }
+    terms[m] = ch_neg(ctx, r->L_star);
+    r->E_star = ch_add_n(ctx, m + 1, terms);
+    for (size_t nu = 0; nu < k; nu++) {
+        for (size_t ri = 0; ri < m; ri++)
+            terms[ri] = ch_mul(ctx, s->vind[ri], r->da_dv[nu * m + ri]);
+        r->alpha_bar[nu] = ch_add_n(ctx, m, terms);
+    }
+    /* E* - E|alpha - sum (alpha_bar - alpha) p* */
+    terms[0] = r->E_star;
+    terms[1] = ch_neg(ctx, ch_reduce_on_motion(ctx, r, s->L->energy));
+    for (size_t nu = 0; nu < k; nu++) {
+        const ch_expr *a = r->alpha ? r->alpha[nu] : s->vdep[nu];
+        terms[2 + nu] = ch_neg(ctx, ch_mul(ctx, ch_sub(ctx, r->alpha_bar[nu], a),
+                                           r->p_star[nu]));
+    }
+    r->E_identity = ch_add_n(ctx, k + 2, terms);
+    return r->E_star && r->E_identity ? 0 : -1;
+}
+
+/* B, Q*, the reduced equations and M*. */
+static int equations(reducer *s)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    size_t k = r->k, m = r->m, n = r->n;
+    const ch_manifold *mf = r->mf;
+    r->B = arr(ctx, k * m);
+    r->Q_star = arr(ctx, m);
+    r->eqs = arr(ctx, m);
+    r->M_star = arr(ctx, m * m);
+    const ch_expr **terms = arr(ctx, 2 * k + 3);
+    if (!r->B || !r->Q_star || !r->eqs || !r->M_star || !terms) return -1;
+    for (size_t nu = 0; nu < k; nu++)
+        for (size_t ri = 0; ri < m; ri++) {
+            /* X*_r alpha_nu = dalpha/dq_r + dalpha_mu/dq_t_r dalpha_nu/dq_dep_mu */
+            terms[0] = r->da_dq[nu * n + mf->indep[ri]];
+            for (size_t mu = 0; mu < k; mu++)
+                terms[mu + 1] = ch_mul(ctx, r->da_dv[mu * m + ri],
+                                       r->da_dq[nu * n + mf->dep[mu]]);
+            const ch_expr *xa = ch_add_n(ctx, k + 1, terms);
+            r->B[nu * m + ri] = ch_sub(ctx, ch_reduce_dt(ctx, r, r->da_dv[nu * m + ri]), xa);
+        }
+    for (size_t ri = 0; ri < m; ri++) {
+        terms[0] = ch_reduce_on_motion(ctx, r, s->L->Q[mf->indep[ri]]);
+        for (size_t nu = 0; nu < k; nu++)
+            terms[nu + 1] = ch_mul(ctx, r->da_dv[nu * m + ri],
+                                   ch_reduce_on_motion(ctx, r, s->L->Q[mf->dep[nu]]));
+        r->Q_star[ri] = ch_add_n(ctx, k + 1, terms);
+        size_t nt = 0;
+        terms[nt++] = ch_reduce_dt(ctx, r, r->y_star[ri]);
+        terms[nt++] = ch_neg(ctx, ch_reduce_xstar(ctx, r, ri, r->L_star));
+        for (size_t nu = 0; nu < k; nu++)
+            terms[nt++] = ch_neg(ctx, ch_mul(ctx, r->p_star[nu], r->B[nu * m + ri]));
+        terms[nt++] = ch_neg(ctx, r->Q_star[ri]);
+        if (!(r->eqs[ri] = ch_add_n(ctx, nt, terms))) return -1;
+    }
+    for (size_t ri = 0; ri < m; ri++)
+        for (size_t si = 0; si < m; si++)
+            if (!(r->M_star[ri * m + si] = ch_diff(ctx, r->eqs[ri], s->aind[si])))
+                return -1;
+    return 0;
+}
+
+static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
+{
+    s->ctx = ctx;
+    s->r = r;
+    s->m = mf->model;
+    s->L = mf->lag;
+    r->mf = mf;
+    r->n = mf->n;
+    r->k = mf->k;
+    r->m = mf->m;
+    s->vdep = arr(ctx, r->k);
+    s->adep = arr(ctx, r->k);
+    s->vind = arr(ctx, r->m);
+    s->aind = arr(ctx, r->m);
+    if (!s->vdep || !s->adep || !s->vind || !s->aind) return -1;
+    for (size_t nu = 0; nu < r->k; nu++) {
+        s->vdep[nu] = s->m->qt[mf->dep[nu]];
+        s->adep[nu] = s->m->qtt[mf->dep[nu]];
+    }
+    for (size_t ri = 0; ri < r->m; ri++) {
+        s->vind[ri] = s->m->qt[mf->indep[ri]];
+        s->aind[ri] = s->m->qtt[mf->indep[ri]];
+    }
+    return 0;
+}
+
+/* ch_manifold_init has checked the block numerically; this is the
+ * symbolic solve's own verdict, positioned at the `dependent` statement. */
+static int singular_block(const ch_model *m, ch_pos pos, ch_error *err)
+{
+    if (m->ndep) pos = m->dependent_pos;
+    return ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                        "bad `dependent` choice: the constraint block of the "
+                        "dependent velocities is identically singular");
+}
+
+int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
+                     ch_error *err)
+{
+    ch_reduced r = {0};
+    reducer s;
+    const ch_model *m = mf->model;
+    ch_pos pos = m->k ? m->constraint_pos[0] : m->lagrangian_pos;
+    if (setup(&s, ctx, mf, &r)) goto fail;
+    size_t k = r.k;
+    const ch_expr **A = arr(ctx, k * k);
+    if (!A) goto fail;
+    int linear = 1;
+    for (size_t nu = 0; nu < k; nu++)
+        for (size_t mu = 0; mu < k; mu++) {
+            A[nu * k + mu] = s.L->G[nu * r.n + mf->dep[mu]];
+            for (size_t l = 0; l < k; l++)
+                linear &= !ch_has_sym(A[nu * k + mu], s.vdep[l]);
+        }
+    if (k && linear) {
+        int rc = solve_alpha(&s, A);
+        if (rc < 0) goto fail;
+        if (rc > 0) return singular_block(m, pos, err);
+    }
+    r.explicit_alpha = k == 0 || linear;
+    if (!r.explicit_alpha) r.alpha = NULL;
+    int rc = alpha_derivatives(&s, A);
+    if (rc > 0) return singular_block(m, pos, err);
+    if (rc < 0 || dependent_accelerations(&s) || energies(&s) || equations(&s))
+        goto fail;
+    r.E_identity_test = ch_zero_test(ctx, r.E_identity, ch_manifold_sample,
+                                     (void *)mf, 8);
+    *out = r;
+    return 0;
+fail:;
+    const ch_error *e = ch_ctx_error(ctx);
+    return ch_error_set(err, e->code == CH_ERR_LIMIT ? CH_ERR_LIMIT : CH_ERR_MODEL,
+                        m->file, pos.line, pos.col, "reduced form: %s",
+                        e->code ? e->msg : "failed");
+}
