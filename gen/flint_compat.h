@@ -14,9 +14,11 @@
 
 #if __FLINT_RELEASE >= 30000
 #include <flint/arb.h>
+#include <flint/arb_mat.h>
 #include <flint/arf.h>
 #else
 #include <arb.h>
+#include <arb_mat.h>
 #include <arf.h>
 #endif
 

@@ -173,10 +173,14 @@ static void append_degrees(char *buf, size_t size, const ch_chetaev *C)
     }
 }
 
-static void append_test(char *buf, size_t size, const ch_zero_result *z)
+/* How the balance test decided YES, as a parenthesis. */
+static void append_test(char *buf, size_t size, const ch_zero_result *z,
+                        size_t k)
 {
-    if (z->symbolic) append(buf, size, "identically, by the normal form");
-    else append(buf, size, "at %d random points", z->points);
+    if (z->symbolic) append(buf, size, " (dE/dt is identically 0)");
+    else if (k) append(buf, size, " (at %d random points on the constraint "
+                                  "manifold)", z->points);
+    else append(buf, size, " (at %d random states)", z->points);
 }
 
 /* The homogeneity shortcut of THEORY §3 applies. */
@@ -215,29 +219,25 @@ static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
             append(why, sizeof why, "no constraints, ");
         }
         append(why, sizeof why, "L independent of t, Q.q' = 0");
-        if (z.verdict == CH_ZERO_YES) {
-            append(why, sizeof why, " (confirmed on the constraint manifold ");
-            append_test(why, sizeof why, &z);
-            append(why, sizeof why, ")");
-        } else {
-            append(why, sizeof why, " (the test on the constraint manifold "
+        if (z.verdict == CH_ZERO_YES)
+            append_test(why, sizeof why, &z, mf->k);
+        else
+            append(why, sizeof why, " (the test of dE/dt at random points "
                                     "was inconclusive)");
-        }
     } else if (z.verdict == CH_ZERO_YES) {
         C->energy_conserved = 1;
         /* balance = rest + reaction power: which part vanishes? */
-        if (ch_zero_test(ctx, rest, NULL, NULL, ZERO_POINTS).verdict == CH_ZERO_YES)
-            append(why, sizeof why, "reaction power and dE/dt vanish on the "
-                                    "constraint manifold (");
+        if (mf->k && ch_zero_test(ctx, rest, NULL, NULL, ZERO_POINTS).verdict
+                         == CH_ZERO_YES)
+            append(why, sizeof why, "reaction power and dE/dt vanish");
         else
             append(why, sizeof why, "dE/dt = -dL/dt + Q.q' + lambda.(G q') "
-                                    "vanishes on the constraint manifold (");
-        append_test(why, sizeof why, &z);
-        append(why, sizeof why, ")");
+                                    "vanishes on motions");
+        append_test(why, sizeof why, &z, mf->k);
     } else if (z.verdict == CH_ZERO_NO) {
         C->energy_conserved = 0;
-        append(why, sizeof why, "not conserved: at a point on the constraint "
-                                "manifold");
+        append(why, sizeof why, "not conserved: at %s",
+               mf->k ? "a point on the constraint manifold" : "a state");
         if (z.have_witness) {
             double v = ch_eval_d(ctx, C->energy_balance, z.witness);
             append(why, sizeof why, " (t = %.6g) dE/dt = %.6g",

@@ -22,13 +22,6 @@
 
 #include "../matrix.h"
 
-/* flint_compat.h does not provide the ball matrices. */
-#if __FLINT_RELEASE >= 30000
-#include <flint/arb_mat.h>
-#else
-#include <arb_mat.h>
-#endif
-
 #define RANK_POINTS 6
 /* Generic points tried when choosing the dependent velocities. */
 #define CHOICE_POINTS 16
@@ -134,16 +127,22 @@ static int pick_velocity(const ch_lagrange *L, const ch_manifold *mf,
 }
 
 /* Gaussian elimination at one generic point, constraint by constraint,
- * pivoting on the chosen column. */
+ * pivoting on the chosen column. Zero is judged relative to the row as
+ * given, so cancellation in the elimination reads as 0. */
 static int eliminate_and_choose(const ch_lagrange *L, ch_manifold *mf, double *a)
 {
     size_t n = mf->n, k = mf->k;
-    for (size_t r = 0; r < k; r++) {
-        double rowmax = 0;
+    double *rowmax = calloc(k + 1, sizeof *rowmax);
+    if (!rowmax) return -1;
+    for (size_t r = 0; r < k; r++)
         for (size_t i = 0; i < n; i++)
-            if (fabs(a[r * n + i]) > rowmax) rowmax = fabs(a[r * n + i]);
-        int p = pick_velocity(L, mf, a + r * n, CHOICE_TOL * rowmax, r);
-        if (p < 0) return -1;
+            if (fabs(a[r * n + i]) > rowmax[r]) rowmax[r] = fabs(a[r * n + i]);
+    for (size_t r = 0; r < k; r++) {
+        int p = pick_velocity(L, mf, a + r * n, CHOICE_TOL * rowmax[r], r);
+        if (p < 0) {
+            free(rowmax);
+            return -1;
+        }
         mf->dep[r] = p;
         mf->is_dep[p] = 1;
         for (size_t s = r + 1; s < k; s++) {
@@ -151,6 +150,7 @@ static int eliminate_and_choose(const ch_lagrange *L, ch_manifold *mf, double *a
             for (size_t i = 0; i < n; i++) a[s * n + i] -= f * a[r * n + i];
         }
     }
+    free(rowmax);
     return 0;
 }
 
