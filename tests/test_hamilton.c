@@ -9,7 +9,6 @@
  * plus closed forms for unconstrained systems, the q_tt elimination for
  * alpha nonlinear in the velocities, the seed's wrong sign rejected, and
  * every "no H*" reason. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -263,6 +262,26 @@ static void test_seed_sign_rejected(void)
     sys_close(&s);
 }
 
+/* y* = m x' + 1 written as a quotient that is 0/0 at x' = 0: b* cannot
+ * come from substituting q_t = 0 and is taken from y* - K q_t instead. */
+static void test_bias_fallback(void)
+{
+    sys s;
+    const char *text = "coordinates x\nparameters m=2\n"
+                       "lagrangian m/2*x'^2 + (x'^3 + x'^5)/(x'^2 + x'^4) - x^2/2\n";
+    if (sys_derive(&s, "bias.nh", text) == 0) {
+        check_consistency(&s, "bias");
+        if (s.h.exists) {
+            ch_ctx *ctx = s.ctx;
+            const ch_expr *want = ch_div(ctx, ch_sub(ctx, s.h.y[0], ch_one(ctx)),
+                                         ch_symbol_find(ctx, "m"));
+            CHECK(ch_zero_test(ctx, ch_sub(ctx, s.h.eta[0], want), NULL, NULL, POINTS)
+                      .verdict == CH_ZERO_YES);
+        }
+    }
+    sys_close(&s);
+}
+
 /* Force on the dependent coordinate: the da/dv Q_dep term. */
 static void test_knife_edge_forces(void)
 {
@@ -400,6 +419,7 @@ int main(void)
     RUN(test_double_pendulum);
     RUN(test_oscillator);
     RUN(test_seed_sign_rejected);
+    RUN(test_bias_fallback);
     RUN(test_knife_edge_forces);
     RUN(test_appell_hamel);
     RUN(test_time_dependent);

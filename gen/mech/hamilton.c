@@ -16,7 +16,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../diff.h"
@@ -39,6 +38,7 @@ typedef struct {
     size_t n, k, m;
     const ch_expr **vi;  /* m independent velocity symbols */
     const ch_expr **vd;  /* k dependent velocity symbols */
+    const ch_expr **qd;  /* k dependent coordinate symbols */
     const ch_expr **ai;  /* m independent acceleration symbols */
     /* phase substitution: vi -> eta, and vd -> qt_dep when alpha is
      * explicit */
@@ -104,16 +104,13 @@ static const ch_expr *phase(hwork *w, const ch_expr *e)
  * stand for alpha when it is implicit) contribute through d alpha/dq_t_s. */
 static const ch_expr *dvel(hwork *w, const ch_expr *F, size_t s)
 {
-    const ch_expr *terms[1 + 64];
-    const ch_expr **t = w->k < 64 ? terms : malloc((w->k + 1) * sizeof *t);
+    const ch_expr **t = ch_mat_new(w->ctx, w->k + 1, 1);
     if (!t) return NULL;
     t[0] = ch_diff(w->ctx, F, w->vi[s]);
     for (size_t nu = 0; nu < w->k; nu++)
         t[1 + nu] = ch_mul(w->ctx, ch_diff(w->ctx, F, w->vd[nu]),
                            w->r->da_dv[nu * w->m + s]);
-    const ch_expr *res = ch_add_n(w->ctx, w->k + 1, t);
-    if (t != terms) free(t);
-    return res;
+    return ch_add_n(w->ctx, w->k + 1, t);
 }
 
 static int init_work(hwork *w, ch_ctx *ctx, const ch_reduced *r, ch_hamilton *h)
@@ -129,14 +126,18 @@ static int init_work(hwork *w, ch_ctx *ctx, const ch_reduced *r, ch_hamilton *h)
     w->vi = ch_mat_new(ctx, w->m, 1);
     w->ai = ch_mat_new(ctx, w->m, 1);
     w->vd = ch_mat_new(ctx, w->k, 1);
+    w->qd = ch_mat_new(ctx, w->k, 1);
     w->from = ch_mat_new(ctx, w->m + w->k, 1);
     w->to = ch_mat_new(ctx, w->m + w->k, 1);
-    if (!w->vi || !w->ai || !w->vd || !w->from || !w->to) return -1;
+    if (!w->vi || !w->ai || !w->vd || !w->qd || !w->from || !w->to) return -1;
     for (size_t i = 0; i < w->m; i++) {
         w->vi[i] = w->model->qt[mf->indep[i]];
         w->ai[i] = w->model->qtt[mf->indep[i]];
     }
-    for (size_t nu = 0; nu < w->k; nu++) w->vd[nu] = w->model->qt[mf->dep[nu]];
+    for (size_t nu = 0; nu < w->k; nu++) {
+        w->vd[nu] = w->model->qt[mf->dep[nu]];
+        w->qd[nu] = w->model->q[mf->dep[nu]];
+    }
     return 0;
 }
 
@@ -202,14 +203,18 @@ static const ch_expr *det(ch_ctx *ctx, size_t m, const ch_expr *const *A)
     return ch_add_n(ctx, m, terms);
 }
 
-/* Is K identically singular? With implicit alpha, K is only meaningful on
- * the constraint manifold, so there its determinant is tested at manifold
- * points; otherwise any point is on the manifold and the rank is sampled. */
+/* Is K identically singular? With explicit alpha every point is on the
+ * manifold and the rank is sampled. With implicit alpha K is only
+ * meaningful on the manifold, and a K that is not finite at any generic
+ * point (sqrt of a negative, ...) needs the manifold's points too: there
+ * the determinant goes through the zero test. Undecided is "no". */
 static int degenerate(hwork *w)
 {
     size_t m = w->m;
-    if (w->r->explicit_alpha || m > CH_HAMILTON_MAX_M)
-        return ch_numeric_rank(w->ctx, m, m, w->h->K, RANK_POINTS) < (int)m;
+    if (w->r->explicit_alpha || m > CH_HAMILTON_MAX_M) {
+        int rank = ch_numeric_rank(w->ctx, m, m, w->h->K, RANK_POINTS);
+        if (rank >= 0 || m > CH_HAMILTON_MAX_M) return rank >= 0 && rank < (int)m;
+    }
     const ch_expr *d = det(w->ctx, m, w->h->K);
     if (!d) return -1;
     ch_zero_result z = ch_zero_test(w->ctx, d, ch_manifold_sample,
@@ -376,16 +381,17 @@ static const ch_expr *eta_drift(hwork *w, size_t s)
     for (size_t r = 0; r < w->m; r++)
         terms[mf->indep[r]] = ch_mul(ctx, ch_diff(ctx, eta, w->model->q[mf->indep[r]]),
                                      w->h->eta[r]);
-    for (size_t nu = 0; nu < w->k; nu++)
-        terms[mf->dep[nu]] = ch_mul(ctx, ch_diff(ctx, eta, w->model->q[mf->dep[nu]]),
-                                    w->h->qt_dep[nu]);
+    for (size_t nu = 0; nu < w->k; nu++) /* eta free of q_dep if no qt_dep */
+        terms[mf->dep[nu]] = w->h->qt_dep ? ch_mul(ctx, ch_diff(ctx, eta, w->qd[nu]),
+                                                   w->h->qt_dep[nu])
+                                          : ch_zero(ctx);
     return ch_add_n(ctx, n + 1, terms);
 }
 
 /* raw_r = F_r + C_rs q_tt_s with q_tt_s = g_s + deta_s/dy_u y_t_u: solves
  * (I - C deta/dy) y_t = F + C g (THEORY §5, last paragraph). Returns 0,
- * 1 when that system is singular, 2 when raw is not linear in q_tt, -1 on
- * failure. */
+ * 1 when that system is singular, 2 when raw is not linear in q_tt, 3 when
+ * g needs an implicit alpha, -1 on failure. */
 static int eliminate_acc(hwork *w, const ch_expr *const *raw)
 {
     ch_ctx *ctx = w->ctx;
@@ -406,6 +412,9 @@ static int eliminate_acc(hwork *w, const ch_expr *const *raw)
         for (size_t r = 0; r < m; r++) w->h->yt[r] = raw[r];
         return 0;
     }
+    /* with implicit alpha, q_t_dep inside d eta/dt has no closed form */
+    for (size_t s = 0; !w->h->qt_dep && s < m; s++)
+        if (mentions_any(w->h->eta[s], w->k, w->qd)) return 3;
     for (size_t s = 0; s < m; s++) zero[s] = ch_zero(ctx);
     if (ch_subst_many(ctx, m, raw, F, m, w->ai, zero)) return -1;
     const ch_expr **A = ch_mat_new(ctx, m, m), **g = ch_mat_new(ctx, m, 1);
@@ -474,6 +483,10 @@ static int derive_phase(hwork *w, ch_error *err)
     if (rc == 2)
         return unavailable(w, "the Poincare-Hamilton right side is not linear "
                               "in the accelerations; y*_t has no closed form");
+    if (rc == 3)
+        return unavailable(w, "the Poincare-Hamilton right side needs the "
+                              "dependent velocities, which the constraints "
+                              "define only implicitly");
     if (rc < 0 || tidy_all(ctx, m, w->h->yt)) return failed(w, err);
     if (!all_clean(w->h, m, w->k))
         return unavailable(w, "H* or the Poincare-Hamilton right sides still "
