@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "matrix.h"
+#include "print.h"
 #include "simplify.h"
 
 typedef struct {
@@ -81,26 +82,52 @@ static const entry_spec specs[] = {
 
 #define NSPECS (sizeof specs / sizeof specs[0])
 
-/* Display form of a derived quantity: expanded when that stays small, so
- * that like terms from different products cancel (E = q' p - L). Bounded
- * twice: only small inputs are expanded, under a node budget, and the
- * expansion is kept only when it is not much larger. */
+/* Display form of a derived quantity: the shortest (as printed text) of
+ * the expression as derived, its expansion (like terms from different
+ * products cancel: E = q' p - L) and its rational normal form (common
+ * factors cancel: H* of a quadratic L*). Bounded twice: only small inputs
+ * are rewritten, each rewrite under a node budget. */
 #define TIDY_MAX_INPUT 400
 #define TIDY_BUDGET 20000
 
-static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
+typedef const ch_expr *(*rewrite_fn)(ch_ctx *, const ch_expr *);
+
+static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e)
 {
-    size_t size = ch_dag_size(e), limit = ch_ctx_node_limit(ctx);
-    if (!e || size > TIDY_MAX_INPUT) return e;
+    size_t limit = ch_ctx_node_limit(ctx);
     size_t budget = ch_ctx_nnodes(ctx) + TIDY_BUDGET;
     ch_ctx_set_node_limit(ctx, limit && limit < budget ? limit : budget);
-    const ch_expr *x = ch_expand(ctx, e);
+    const ch_expr *x = f(ctx, e);
     ch_ctx_set_node_limit(ctx, limit);
-    if (!x) {
-        ch_ctx_clear_error(ctx);
-        return e;
+    if (!x) ch_ctx_clear_error(ctx);
+    return x;
+}
+
+static size_t printed_length(const ch_expr *e)
+{
+    ch_buf b;
+    ch_buf_init(&b);
+    ch_print(&b, e, CH_STYLE_TEXT);
+    size_t n = b.oom ? (size_t)-1 : b.len;
+    ch_buf_free(&b);
+    return n;
+}
+
+static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
+{
+    if (!e || ch_dag_size(e) > TIDY_MAX_INPUT) return e;
+    const ch_expr *cand[3] = {e, budgeted(ctx, ch_expand, e),
+                              budgeted(ctx, ch_simplify, e)};
+    const ch_expr *best = e;
+    size_t best_len = printed_length(e);
+    for (int i = 1; i < 3; i++) {
+        size_t len = cand[i] ? printed_length(cand[i]) : (size_t)-1;
+        if (len < best_len) {
+            best = cand[i];
+            best_len = len;
+        }
     }
-    return ch_dag_size(x) <= 2 * size + 20 ? x : e;
+    return best;
 }
 
 /* A tidy copy of rows expressions, in arena memory (NULL on failure). */

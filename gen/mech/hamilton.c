@@ -44,6 +44,7 @@ typedef struct {
      * explicit */
     const ch_expr **from, **to;
     size_t nsub;
+    const ch_expr **b;   /* m: b* = y* at q_t_r = 0 */
     ch_hamilton *h;
 } hwork;
 
@@ -284,7 +285,7 @@ static int legendre_inverse(hwork *w)
     ch_ctx *ctx = w->ctx;
     size_t m = w->m;
     int bad = 0;
-    const ch_expr **b = bias(w, &bad);
+    const ch_expr **b = w->b = bias(w, &bad);
     if (!b) return bad ? 2 : -1;
     const ch_expr **rhs = ch_mat_new(ctx, m, 1);
     w->h->eta = ch_mat_new(ctx, m, 1);
@@ -320,21 +321,52 @@ static int setup_phase(hwork *w)
     return 0;
 }
 
-/* H* = eta_r y_r - L*(eta) (002 eq. 4.13) and q_t_r = d H* / d y_r. */
+/* L*_0 = L*(q_t_r = 0); where that point is singular for the formula
+ * (0/0, as for b*), L* - 1/2 v.K v - b*.v normalised instead. */
+static const ch_expr *velocity_free_part(hwork *w, const ch_expr *const *zeros)
+{
+    ch_ctx *ctx = w->ctx;
+    size_t m = w->m;
+    const ch_expr *L0 = ch_subst(ctx, w->r->L_star, m, w->vi, zeros);
+    if (L0 || ch_ctx_error(ctx)->code != CH_ERR_MATH) return L0;
+    ch_ctx_clear_error(ctx);
+    const ch_expr **terms = ch_mat_new(ctx, m * m + m + 1, 1);
+    if (!terms) return NULL;
+    size_t nt = 0;
+    terms[nt++] = w->r->L_star;
+    for (size_t r = 0; r < m; r++) {
+        terms[nt++] = ch_neg(ctx, ch_mul(ctx, w->b[r], w->vi[r]));
+        for (size_t s = 0; s < m; s++)
+            terms[nt++] = ch_mul_n(ctx, 4, (const ch_expr *[]){
+                ch_num_frac(ctx, -1, 2), w->vi[r], w->h->K[r * m + s], w->vi[s]});
+    }
+    const ch_expr *raw = ch_add_n(ctx, nt, terms), *simple = ch_simplify(ctx, raw);
+    if (!simple) ch_ctx_clear_error(ctx);
+    return simple ? simple : raw;
+}
+
+/* H* = eta_r y_r - L*(eta) (002 eq. 4.13). L* is quadratic here,
+ * L* = 1/2 v.K v + b*.v + L*_0 with v = q_t_r, so this equals
+ * 1/2 (y - b*).eta - L*_0: a kinetic part in the momenta plus the
+ * velocity-free part of L*, which reads like the textbook H = T + V and
+ * keeps the two parts from being put over one denominator. Likewise
+ * q_t_r = dH* / dy_r is eta_r (K is symmetric). */
 static int hamiltonian(hwork *w)
 {
     ch_ctx *ctx = w->ctx;
     size_t m = w->m;
-    const ch_expr **terms = ch_mat_new(ctx, m + 1, 1);
+    const ch_expr **terms = ch_mat_new(ctx, m, 1), **zeros = ch_mat_new(ctx, m, 1);
     w->h->qt = ch_mat_new(ctx, m, 1);
-    if (!terms || !w->h->qt) return -1;
-    for (size_t r = 0; r < m; r++) terms[r] = ch_mul(ctx, w->h->eta[r], w->h->y[r]);
-    terms[m] = ch_neg(ctx, phase(w, w->r->L_star));
-    if (!(w->h->H = tidy(ctx, ch_add_n(ctx, m + 1, terms)))) return -1;
-    for (size_t r = 0; r < m; r++)
-        if (!(w->h->qt[r] = tidy(ctx, ch_diff(ctx, w->h->H, w->h->y[r]))))
-            return -1;
-    return 0;
+    if (!terms || !zeros || !w->h->qt) return -1;
+    for (size_t r = 0; r < m; r++) {
+        terms[r] = ch_mul(ctx, ch_sub(ctx, w->h->y[r], w->b[r]), w->h->eta[r]);
+        zeros[r] = ch_zero(ctx);
+        w->h->qt[r] = w->h->eta[r];
+    }
+    const ch_expr *kinetic = ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_add_n(ctx, m, terms));
+    const ch_expr *L0 = velocity_free_part(w, zeros);
+    w->h->H = ch_sub(ctx, tidy(ctx, kinetic), tidy(ctx, L0));
+    return w->h->H ? 0 : -1;
 }
 
 /* A reduced quantity on motions, in phase variables. */
