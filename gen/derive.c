@@ -88,6 +88,7 @@ static const entry_spec specs[] = {
  * factors cancel: H* of a quadratic L*). Bounded twice: only small inputs
  * are rewritten, each rewrite under a node budget. */
 #define TIDY_MAX_INPUT 400
+#define TIDY_SIMPLIFY_MAX 150 /* the normal form is the expensive rewrite */
 #define TIDY_BUDGET 20000
 
 typedef const ch_expr *(*rewrite_fn)(ch_ctx *, const ch_expr *);
@@ -115,9 +116,11 @@ static size_t printed_length(const ch_expr *e)
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
-    if (!e || ch_dag_size(e) > TIDY_MAX_INPUT) return e;
-    const ch_expr *cand[3] = {e, budgeted(ctx, ch_expand, e),
-                              budgeted(ctx, ch_simplify, e)};
+    size_t size = ch_dag_size(e);
+    if (!e || size > TIDY_MAX_INPUT) return e;
+    const ch_expr *cand[3] = {
+        e, budgeted(ctx, ch_expand, e),
+        size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e) : NULL};
     const ch_expr *best = e;
     size_t best_len = printed_length(e);
     for (int i = 1; i < 3; i++) {
