@@ -157,7 +157,7 @@ static void latex_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
         {"G", "G"}, {"c", "c"}, {"R", "R"}, {"L", "L"}, {"L*", "L^{*}"},
         {"E*", "E^{*}"}, {"M*", "M^{*}"}, {"y*", "y^{*}"}, {"H*", "H^{*}"},
         {"lambda", "\\lambda"}, {"p*", "p^{*}"}, {"alpha_bar", "\\bar{\\alpha}"},
-        {"B", "B"}};
+        {"B", "B"}, {"dE/dt", "\\frac{dE}{dt}"}, {"eq", "\\mathcal{E}^{*}"}};
     const char *tex = NULL;
     for (size_t k = 0; e->symbol && k < sizeof map / sizeof map[0]; k++)
         if (strcmp(map[k].sym, e->symbol) == 0) tex = map[k].tex;
