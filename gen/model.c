@@ -240,6 +240,20 @@ static int is_c_keyword(const char *s)
     return 0;
 }
 
+/* Python keywords that are not C keywords: the SymPy and JSON outputs are
+ * Python expressions, where a symbol named `lambda` cannot be parsed. */
+static int is_python_keyword(const char *s)
+{
+    static const char *const kw[] = {
+        "False", "None", "True", "and", "as", "assert", "async", "await",
+        "class", "def", "del", "elif", "except", "finally", "from", "global",
+        "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass",
+        "raise", "try", "with", "yield"};
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+        if (strcmp(s, kw[i]) == 0) return 1;
+    return 0;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -253,6 +267,8 @@ static const char *reserved_reason(const char *s)
     if (strcmp(s, "pi") == 0) return "the constant pi";
     if (ch_parse_function(s, strlen(s)) >= 0) return "a function name";
     if (is_c_keyword(s)) return "a C keyword";
+    if (is_python_keyword(s))
+        return "a Python keyword: the SymPy and JSON outputs could not be read";
     if (ends_with(s, "_t") || ends_with(s, "_tt"))
         return "names ending in _t or _tt denote velocities and "
                "accelerations";
