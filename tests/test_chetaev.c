@@ -516,6 +516,18 @@ static const struct verdict_case {
     {"gyroscopic force Q = (y', -x')", "f.nh",
      "coordinates x y\nlagrangian (x'^2 + y'^2)/2\nforce x = y'\nforce y = -x'\n",
      "", 1, "no constraints, L independent of t, Q.q' = 0"},
+    /* the example files of the constrained-derivations issue */
+    {"pars_affine.nh", "pars_affine.nh", NULL, "null", 0, "not conserved"},
+    {"pars_affine_free.nh", "pars_affine_free.nh", NULL, "null", 1,
+     "reaction power and dE/dt vanish"},
+    {"pars_affine_harmonic.nh", "pars_affine_harmonic.nh", NULL, "null", 1,
+     "reaction power and dE/dt vanish"},
+    {"appell_hamel.nh", "appell_hamel.nh", NULL, "1", 1,
+     "constraints homogeneous of degree 1"},
+    {"nonlinear_slope.nh", "nonlinear_slope.nh", NULL, "null", 0, "not conserved"},
+    {"moving_belt.nh", "moving_belt.nh", NULL, "null", 0, "not conserved"},
+    {"exp_constraint.nh", "exp_constraint.nh", NULL, "null", 1,
+     "reaction power and dE/dt vanish"},
     {"force with zero power on the manifold", "g.nh",
      "coordinates x y\nlagrangian (x'^2 + y'^2)/2\n"
      "constraint x' = y'\nforce x = x' - y'\n",
