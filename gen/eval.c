@@ -527,3 +527,18 @@ ch_zero_result ch_zero_test(ch_ctx *ctx, const ch_expr *e, ch_sampler sampler,
     _arb_vec_clear(sv, (slong)(ns ? ns : 1));
     return r;
 }
+
+void ch_eval_generic_point(const ch_ctx *ctx, uint64_t stream, int which,
+                           double *v)
+{
+    uint64_t seed = stream + 0x9E3779B97F4A7C15ULL * (uint64_t)which;
+    size_t ns = ch_ctx_nsyms(ctx);
+    for (size_t s = 0; s < ns; s++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
+        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
+        if (ch_ctx_sym(ctx, (uint32_t)s)->kind == CH_SYM_PI)
+            v[s] = 3.14159265358979323846;
+    }
+}

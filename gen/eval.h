@@ -20,6 +20,13 @@ void ch_eval_d_many(ch_ctx *ctx, size_t n, const ch_expr *const *e,
 int ch_eval_arb(ch_ctx *ctx, arb_t res, const ch_expr *e,
                 const arb_struct *symval, slong prec);
 
+/* A deterministic generic point for numerical decisions (ranks, pivots,
+ * degrees): every symbol uniform in +-[0.5, 1.5], all positive when
+ * `which` is odd (sqrt and log need that domain), pi its value. `stream`
+ * separates independent uses. v has ch_ctx_nsyms entries. */
+void ch_eval_generic_point(const ch_ctx *ctx, uint64_t stream, int which,
+                           double *v);
+
 typedef enum { CH_ZERO_YES, CH_ZERO_NO, CH_ZERO_UNKNOWN } ch_zero_verdict;
 
 typedef struct {

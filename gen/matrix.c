@@ -73,15 +73,8 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
     double *sym = malloc((ns ? ns : 1) * sizeof *sym);
     double *val = malloc((n ? n : 1) * sizeof *val);
     int best = -1;
-    unsigned long long seed = 0x9e3779b97f4a7c15ULL;
     for (int p = 0; sym && val && p < points; p++) {
-        for (size_t s = 0; s < ns; s++) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            double u = (double)(seed >> 11) / 9007199254740992.0;
-            /* odd points all positive: sqrt and log need that domain */
-            double sign = (p % 2 == 0 && u < 0.5) ? -1 : 1;
-            sym[s] = sign * (0.5 + 2 * fabs(u - 0.5));
-        }
+        ch_eval_generic_point(ctx, 0x9e3779b97f4a7c15ULL, p, sym);
         ch_eval_d_many(ctx, n, a, sym, val);
         int finite = 1;
         for (size_t i = 0; i < n; i++) finite &= isfinite(val[i]) != 0;
@@ -94,21 +87,11 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
     return best;
 }
 
-/* Random symbol values for pivot decisions: a fixed generic point (odd
- * points positive, as in ch_numeric_rank). */
 static double *generic_point(ch_ctx *ctx, int which)
 {
     size_t ns = ch_ctx_nsyms(ctx);
     double *v = malloc((ns ? ns : 1) * sizeof *v);
-    unsigned long long seed = 0x2545F4914F6CDD1DULL + (unsigned long long)which;
-    for (size_t s = 0; v && s < ns; s++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
-        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
-        const ch_sym *sym = ch_ctx_sym(ctx, (uint32_t)s);
-        if (sym->kind == CH_SYM_PI) v[s] = 3.14159265358979323846;
-    }
+    if (v) ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, which, v);
     return v;
 }
 

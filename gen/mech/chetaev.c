@@ -79,18 +79,6 @@ static const ch_expr *force_power(ch_ctx *ctx, const ch_manifold *mf)
  * homogeneity degrees
  * ====================================================================== */
 
-static void generic_point(ch_ctx *ctx, int which, double *v, size_t ns)
-{
-    unsigned long long seed = 0xBB67AE8584CAA73BULL + 0x9E3779B97F4A7C15ULL * (unsigned long long)which;
-    for (size_t s = 0; s < ns; s++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
-        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
-        if (ch_ctx_sym(ctx, (uint32_t)s)->kind == CH_SYM_PI)
-            v[s] = 3.14159265358979323846;
-    }
-}
 
 /* The ratio euler/phi at two generic points where phi is not small; 0
  * with *r set when they agree, -1 when they differ or no point works. */
@@ -103,7 +91,7 @@ static int sigma_ratio(ch_ctx *ctx, const ch_expr *euler, const ch_expr *phi,
     double got[2];
     int have = 0;
     for (int w = 0; w < RATIO_POINTS && have < 2; w++) {
-        generic_point(ctx, w, pt, ns);
+        ch_eval_generic_point(ctx, 0xBB67AE8584CAA73BULL, w, pt);
         double e = ch_eval_d(ctx, euler, pt), p = ch_eval_d(ctx, phi, pt);
         if (isfinite(e) && isfinite(p) && fabs(p) > 1e-6) got[have++] = e / p;
     }

@@ -39,20 +39,6 @@
  * choice of the dependent velocities
  * ====================================================================== */
 
-/* A deterministic generic point (odd points all positive, as in matrix.c:
- * sqrt and log need that domain); pi gets its value. */
-static void generic_point(ch_ctx *ctx, int which, double *v, size_t ns)
-{
-    unsigned long long seed = 0x6A09E667F3BCC908ULL + 0x9E3779B97F4A7C15ULL * (unsigned long long)which;
-    for (size_t s = 0; s < ns; s++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        double sign = (which % 2 == 0 && u < 0.5) ? -1 : 1;
-        v[s] = sign * (0.5 + 2 * fabs(u - 0.5));
-        if (ch_ctx_sym(ctx, (uint32_t)s)->kind == CH_SYM_PI)
-            v[s] = 3.14159265358979323846;
-    }
-}
 
 /* "x', y'" for the velocities idx[0..k-1], for messages. */
 static void velocity_names(const ch_model *m, const int *idx, size_t k,
@@ -166,7 +152,7 @@ static int choose_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L
         goto out;
     }
     for (int w = 0; w < CHOICE_POINTS && !found; w++) {
-        generic_point(ctx, w, pt, ns);
+        ch_eval_generic_point(ctx, 0x6A09E667F3BCC908ULL, w, pt);
         ch_eval_d_many(ctx, k * n, L->G, pt, a);
         found = 1;
         for (size_t i = 0; i < k * n; i++) found &= isfinite(a[i]) != 0;
