@@ -39,7 +39,6 @@
  * choice of the dependent velocities
  * ====================================================================== */
 
-
 /* "x', y'" for the velocities idx[0..k-1], for messages. */
 static void velocity_names(const ch_model *m, const int *idx, size_t k,
                            char *buf, size_t size)
