@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "matrix.h"
-#include "print.h"
 #include "simplify.h"
 
 typedef struct {
@@ -83,7 +82,7 @@ static const entry_spec specs[] = {
 
 #define NSPECS (sizeof specs / sizeof specs[0])
 
-/* Display form of a derived quantity: the shortest (as printed text) of
+/* Display form of a derived quantity: the shortest (as a printed tree) of
  * the expression as derived, its expansion (like terms from different
  * products cancel: E = q' p - L) and its rational normal form (common
  * factors cancel: H* of a quadratic L*). Bounded twice: only small inputs
@@ -105,14 +104,11 @@ static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e)
     return x;
 }
 
-static size_t printed_length(const ch_expr *e)
+/* Size as printed: the tree size, a linear-time proxy for the length of
+ * the text (printing to measure would be exponential on shared DAGs). */
+static size_t printed_size(const ch_expr *e)
 {
-    ch_buf b;
-    ch_buf_init(&b);
-    ch_print(&b, e, CH_STYLE_TEXT);
-    size_t n = b.oom ? (size_t)-1 : b.len;
-    ch_buf_free(&b);
-    return n;
+    return e ? ch_tree_size(e, (size_t)1 << 40) : (size_t)-1;
 }
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
@@ -123,9 +119,9 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
         e, budgeted(ctx, ch_expand, e),
         size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e) : NULL};
     const ch_expr *best = e;
-    size_t best_len = printed_length(e);
+    size_t best_len = printed_size(e);
     for (int i = 1; i < 3; i++) {
-        size_t len = cand[i] ? printed_length(cand[i]) : (size_t)-1;
+        size_t len = printed_size(cand[i]);
         if (len < best_len) {
             best = cand[i];
             best_len = len;

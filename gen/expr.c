@@ -1385,3 +1385,26 @@ size_t ch_dag_size(const ch_expr *e)
     ch_map_free(&seen);
     return n;
 }
+
+static size_t tree_size(const ch_expr *e, size_t cap, ch_map *memo)
+{
+    void *v = ch_map_get(memo, e->id);
+    if (v) return (size_t)(uintptr_t)v - 1;
+    size_t n = 1;
+    for (int i = 0; i < nchildren(e) && n < cap; i++) {
+        n += tree_size(child(e, i), cap, memo);
+        if (n > cap) n = cap;
+    }
+    ch_map_put(memo, e->id, (void *)(uintptr_t)(n + 1));
+    return n;
+}
+
+size_t ch_tree_size(const ch_expr *e, size_t cap)
+{
+    if (!e) return 0;
+    ch_map memo;
+    ch_map_init(&memo);
+    size_t n = tree_size(e, cap, &memo);
+    ch_map_free(&memo);
+    return n;
+}

@@ -195,6 +195,10 @@ int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c);
 /* Number of distinct nodes reachable from e (DAG size). */
 size_t ch_dag_size(const ch_expr *e);
+/* Number of nodes of e written out as a tree (what a printer writes),
+ * computed on the DAG in linear time; saturates at cap. Sharing makes this
+ * exponential in the DAG size for some derived quantities. */
+size_t ch_tree_size(const ch_expr *e, size_t cap);
 
 /* ---- node maps (memo tables and per-call caches) ---------------------- */
 

@@ -18,6 +18,30 @@ typedef struct {
     const ch_derivation *d;
 } writer;
 
+/* Derived quantities of large models can be DAGs whose tree is
+ * astronomically large (shared subexpressions printed again and again).
+ * Beyond this many tree nodes an expression is not written out: text and
+ * LaTeX say so, JSON and SymPy give null/None. emit writes such quantities
+ * with shared temporaries instead. */
+#define PRINT_MAX_TREE 200000
+
+static int printable(const ch_expr *e)
+{
+    return ch_tree_size(e, PRINT_MAX_TREE + 1) <= PRINT_MAX_TREE;
+}
+
+static void put_expr(ch_buf *o, const ch_expr *e, ch_style style)
+{
+    if (printable(e)) {
+        ch_print(o, e, style);
+        return;
+    }
+    const char *fmt = style == CH_STYLE_LATEX
+                          ? "\\text{(too large to print: over %d terms written out; %zu distinct subexpressions)}"
+                          : "(too large to print: over %d terms written out; %zu distinct subexpressions)";
+    ch_buf_printf(o, fmt, PRINT_MAX_TREE, ch_dag_size(e));
+}
+
 static const char *verdict_word(int v)
 {
     return v == 1 ? "true" : v == 0 ? "false" : "unknown";
@@ -52,7 +76,7 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
             const ch_expr *s = ch_symbol_find(ctx, e->names[i]);
             ch_buf_put(o, " ");
             if (s)
-                ch_print(o, s, CH_STYLE_TEXT);
+                put_expr(o, s, CH_STYLE_TEXT);
             else
                 ch_buf_put(o, e->names[i]);
             if (i + 1 < e->rows) ch_buf_put(o, ",");
@@ -62,14 +86,14 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
     case CH_ENTRY_PARAMS:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s = ", e->names[i]);
-            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(o, e->e[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         if (!e->rows) ch_buf_put(o, "  (none)\n");
         break;
     case CH_ENTRY_EXPR:
         ch_buf_printf(o, "  %s = ", e->symbol ? e->symbol : e->key);
-        ch_print(o, e->e[0], CH_STYLE_TEXT);
+        put_expr(o, e->e[0], CH_STYLE_TEXT);
         ch_buf_put(o, "\n");
         break;
     case CH_ENTRY_VECTOR:
@@ -85,7 +109,7 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
                 ch_buf_put(o, "  ");
                 text_label(o, e, i, j);
                 ch_buf_put(o, " = ");
-                ch_print(o, x, CH_STYLE_TEXT);
+                put_expr(o, x, CH_STYLE_TEXT);
                 ch_buf_put(o, "\n");
             }
         if (zeros) ch_buf_printf(o, "  (the %zu entries not listed are 0)\n", zeros);
@@ -96,7 +120,7 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
             ch_buf_printf(o, "  phi_%s: ", e->row_labels[i]);
             if (e->e[i]) {
                 ch_buf_put(o, "homogeneous of degree ");
-                ch_print(o, e->e[i], CH_STYLE_TEXT);
+                put_expr(o, e->e[i], CH_STYLE_TEXT);
                 ch_buf_put(o, "\n");
             } else {
                 ch_buf_put(o, "not homogeneous\n");
@@ -109,16 +133,16 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
     case CH_ENTRY_OBJECT:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
-            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(o, e->e[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         break;
     case CH_ENTRY_PH:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
-            ch_print(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(o, e->e[i], CH_STYLE_TEXT);
             ch_buf_printf(o, "\n  y_%s' = ", e->row_labels[i]);
-            ch_print(o, e->e2[i], CH_STYLE_TEXT);
+            put_expr(o, e->e2[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         break;
@@ -190,7 +214,7 @@ static void latex_names(ch_buf *o, const ch_derivation *d, const ch_entry *e)
         if (i) ch_buf_put(o, ",\\ ");
         const ch_expr *s = ch_symbol_find(d->ctx, e->names[i]);
         if (s)
-            ch_print(o, s, CH_STYLE_LATEX);
+            put_expr(o, s, CH_STYLE_LATEX);
         else
             ch_print_latex_name(o, e->names[i]);
     }
@@ -223,7 +247,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_put(o, i ? ",\\quad $" : "$");
             ch_print_latex_name(o, e->names[i]);
             ch_buf_put(o, " = ");
-            ch_print(o, e->e[i], CH_STYLE_LATEX);
+            put_expr(o, e->e[i], CH_STYLE_LATEX);
             ch_buf_put(o, "$");
         }
         ch_buf_put(o, "\n");
@@ -232,7 +256,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
         ch_buf_put(o, "\\begin{align*}\n");
         latex_label(o, e, 0, 0);
         ch_buf_put(o, " &= ");
-        ch_print(o, e->e[0], CH_STYLE_LATEX);
+        put_expr(o, e->e[0], CH_STYLE_LATEX);
         ch_buf_put(o, "\n\\end{align*}\n");
         break;
     case CH_ENTRY_VECTOR:
@@ -249,7 +273,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
                 if (shown++) ch_buf_put(o, " \\\\\n");
                 latex_label(o, e, i, j);
                 ch_buf_put(o, " &= ");
-                ch_print(o, x, CH_STYLE_LATEX);
+                put_expr(o, x, CH_STYLE_LATEX);
             }
         if (!shown) ch_buf_put(o, "0");
         ch_buf_put(o, "\n\\end{align*}\n");
@@ -261,7 +285,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_printf(o, "%s$\\varphi_{%s}$: ", i ? "\\\\\n" : "", e->row_labels[i]);
             if (e->e[i]) {
                 ch_buf_put(o, "homogeneous of degree $");
-                ch_print(o, e->e[i], CH_STYLE_LATEX);
+                put_expr(o, e->e[i], CH_STYLE_LATEX);
                 ch_buf_put(o, "$");
             } else {
                 ch_buf_put(o, "not homogeneous");
@@ -280,12 +304,12 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_put(o, "\\dot{");
             ch_print_latex_name(o, e->row_labels[i]);
             ch_buf_put(o, "} &= ");
-            ch_print(o, e->e[i], CH_STYLE_LATEX);
+            put_expr(o, e->e[i], CH_STYLE_LATEX);
             if (e->kind != CH_ENTRY_PH) continue;
             ch_buf_put(o, " \\\\\n\\dot{y}^{*}_{");
             ch_print_latex_name(o, e->row_labels[i]);
             ch_buf_put(o, "} &= ");
-            ch_print(o, e->e2[i], CH_STYLE_LATEX);
+            put_expr(o, e->e2[i], CH_STYLE_LATEX);
         }
         ch_buf_put(o, "\n\\end{align*}\n");
         break;
@@ -322,6 +346,10 @@ static void py_string(ch_buf *o, const char *s)
 
 static void py_expr(ch_buf *o, const ch_expr *e)
 {
+    if (!printable(e)) {
+        ch_buf_put(o, "None");
+        return;
+    }
     ch_buf_put(o, "_e(\"");
     ch_print(o, e, CH_STYLE_SYMPY);
     ch_buf_put(o, "\")");
@@ -439,6 +467,10 @@ static void write_sympy(writer *w, size_t n, const ch_entry *const *sel)
 
 static void json_expr(ch_buf *o, const ch_expr *e)
 {
+    if (!printable(e)) {
+        ch_buf_put(o, "null");
+        return;
+    }
     ch_buf tmp;
     ch_buf_init(&tmp);
     ch_print(&tmp, e, CH_STYLE_SYMPY);
