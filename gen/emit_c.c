@@ -1,0 +1,643 @@
+/* emit_c.c — the C99 code of one form (SPEC §4 plus the runtime's extra
+ * entry points; see emit_c.h).
+ *
+ * Layout of the emitted translation unit: the header text (so the .c is
+ * self-contained for the JIT), the name tables, the solver templates the
+ * form needs, the kernels, then the public functions. A kernel is a
+ * static function kn_NAME(t, x, p, v, o) that writes the CSE'd values of
+ * a list of expressions to o; v holds all n velocities, so every kernel
+ * uses one symbol mapping: t, q_i -> x[i], q_t_i -> v[i], parameters ->
+ * p[i], Hamiltonian momenta y_r -> x[n + r]. Each public function first
+ * reconstructs v from the state (form specific), then calls kernels and
+ * the template solvers. Static names (kn_*, la_*) cannot collide with the
+ * public PREFIX_WORD names whatever the prefix: their suffixes differ. */
+#include "emit_c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cse.h"
+#include "embedded.h"
+#include "subst.h"
+#include "version.h"
+
+int ch_form_parse(const char *name)
+{
+    if (!name) return -1;
+    if (strcmp(name, "full") == 0) return CH_FORM_FULL;
+    if (strcmp(name, "reduced") == 0) return CH_FORM_REDUCED;
+    if (strcmp(name, "hamilton") == 0) return CH_FORM_HAMILTON;
+    return -1;
+}
+
+const char *ch_form_name(ch_form f)
+{
+    switch (f) {
+    case CH_FORM_FULL: return "full";
+    case CH_FORM_REDUCED: return "reduced";
+    case CH_FORM_HAMILTON: return "hamilton";
+    }
+    return "?";
+}
+
+typedef struct {
+    ch_ctx *ctx;
+    const ch_derivation *d;
+    const ch_model *m;
+    ch_form form;
+    const char *P;            /* validated prefix */
+    size_t n, k, mi, nx, nout;
+    const char **symtext;     /* by sid */
+    size_t nsyms;
+    ch_buf kern;              /* kernels */
+    ch_buf fun;               /* public functions */
+    ch_opcount before, after;
+    ch_error *err;
+    int failed;
+} emitter;
+
+static const char *namer(void *data, const ch_sym *s)
+{
+    emitter *e = data;
+    return s->sid < e->nsyms ? e->symtext[s->sid] : NULL;
+}
+
+static int is_ident(const char *s)
+{
+    if (!s || !*s || strlen(s) > 64) return 0;
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* A C string literal: anything but [A-Za-z0-9_'] as an octal escape. */
+static void put_cstring(ch_buf *b, const char *s)
+{
+    ch_buf_putc(b, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+            (c >= '0' && c <= '9') || c == '_' || c == '\'')
+            ch_buf_putc(b, (char)c);
+        else
+            ch_buf_printf(b, "\\%03o", c);
+    }
+    ch_buf_putc(b, '"');
+}
+
+static void put_double(ch_buf *b, double v)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%.17g", v);
+    if (strpbrk(tmp, "ni")) { /* inf/nan cannot come from a parsed model */
+        ch_buf_put(b, "0.0");
+        return;
+    }
+    ch_buf_put(b, tmp);
+    if (!strpbrk(tmp, ".eE")) ch_buf_put(b, ".0");
+}
+
+static int set_names(emitter *e)
+{
+    e->nsyms = ch_ctx_nsyms(e->ctx);
+    e->symtext = ch_ctx_alloc(e->ctx, (e->nsyms + 1) * sizeof *e->symtext);
+    if (!e->symtext) return -1;
+    char buf[48];
+#define NAME(node, ...)                                                  \
+    do {                                                                 \
+        snprintf(buf, sizeof buf, __VA_ARGS__);                          \
+        e->symtext[(node)->sym->sid] = ch_ctx_strdup(e->ctx, buf);       \
+    } while (0)
+    NAME(e->m->t, "t");
+    for (size_t i = 0; i < e->n; i++) {
+        NAME(e->m->q[i], "x[%zu]", i);
+        NAME(e->m->qt[i], "v[%zu]", i);
+    }
+    for (size_t i = 0; i < e->m->np; i++) NAME(e->m->param[i], "p[%zu]", i);
+    if (e->form == CH_FORM_HAMILTON)
+        for (size_t r = 0; r < e->mi; r++) NAME(e->d->ham.y[r], "x[%zu]", e->n + r);
+#undef NAME
+    return 0;
+}
+
+/* static void kn_NAME(t, x, p, v, o): o[i] = outs[i]. */
+static void kernel(emitter *e, const char *name, size_t nout,
+                   const ch_expr *const *outs)
+{
+    if (e->failed) return;
+    ch_cse_prog prog;
+    if (ch_cse_build(e->ctx, nout, outs, namer, e, "w", "    ", &prog, e->err)) {
+        ch_cse_prog_free(&prog);
+        e->failed = 1;
+        return;
+    }
+    ch_buf *b = &e->kern;
+    ch_buf_printf(b, "/* %zu values; ", nout);
+    ch_opcount_print(b, &prog.after);
+    ch_buf_printf(b, " */\nstatic void kn_%s(double t, const double *x, "
+                     "const double *p, const double *v, double *o)\n{\n"
+                     "    (void)t; (void)x; (void)p; (void)v;\n", name);
+    ch_buf_put(b, prog.body.s ? prog.body.s : "");
+    for (size_t i = 0; i < nout; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog.ref[i]);
+    ch_buf_put(b, "}\n\n");
+    e->before.add += prog.before.add, e->before.mul += prog.before.mul;
+    e->before.div += prog.before.div, e->before.call += prog.before.call;
+    e->after.add += prog.after.add, e->after.mul += prog.after.mul;
+    e->after.div += prog.after.div, e->after.call += prog.after.call;
+    ch_cse_prog_free(&prog);
+}
+
+static const ch_expr **earr(emitter *e, size_t n)
+{
+    const ch_expr **a = ch_ctx_alloc(e->ctx, (n ? n : 1) * sizeof *a);
+    if (!a) e->failed = 1;
+    return a;
+}
+
+/* kn_dyn: M (n*n), G (k*n), b = Q - h (n), r = -c (k). */
+static void kernel_dyn(emitter *e)
+{
+    const ch_lagrange *L = &e->d->lag;
+    size_t n = e->n, k = e->k, i = 0;
+    const ch_expr **o = earr(e, n * n + k * n + n + k);
+    if (!o) return;
+    for (size_t j = 0; j < n * n; j++) o[i++] = L->M[j];
+    for (size_t j = 0; j < k * n; j++) o[i++] = L->G[j];
+    for (size_t j = 0; j < n; j++) o[i++] = ch_sub(e->ctx, L->Q[j], L->h[j]);
+    for (size_t j = 0; j < k; j++) o[i++] = ch_neg(e->ctx, L->c[j]);
+    kernel(e, "dyn", i, o);
+}
+
+/* kn_con: phi (k), then the dependent block of G (k*k). */
+static void kernel_con(emitter *e)
+{
+    const ch_lagrange *L = &e->d->lag;
+    const ch_manifold *mf = &e->d->mf;
+    size_t k = e->k, i = 0;
+    const ch_expr **o = earr(e, k + k * k);
+    if (!o) return;
+    for (size_t j = 0; j < k; j++) o[i++] = L->phi[j];
+    for (size_t a = 0; a < k; a++)
+        for (size_t b = 0; b < k; b++) o[i++] = L->G[a * e->n + (size_t)mf->dep[b]];
+    kernel(e, "con", i, o);
+}
+
+/* ---- public functions ------------------------------------------------------ */
+
+static void put_sizes(emitter *e, ch_buf *b)
+{
+    size_t nk = e->n + e->k;
+    ch_buf_printf(b, "    double w[%zu];\n    int piv[%zu];\n",
+                  2 * nk * (nk + 1) + 1, nk + 1);
+}
+
+/* static int kn_vel(t, x, p, v): all n velocities from the state, the
+ * dependent ones solving the constraints (v's dependent entries are the
+ * Newton start for implicit alpha). */
+static void fun_vel(emitter *e)
+{
+    ch_buf *b = &e->kern;
+    const ch_manifold *mf = &e->d->mf;
+    const ch_reduced *red = &e->d->red;
+    size_t n = e->n, k = e->k;
+    if (k > 0 && red->explicit_alpha) {
+        kernel(e, "alpha", k, red->alpha);
+    } else if (k > 0) {
+        kernel_con(e);
+    }
+    if (e->form == CH_FORM_HAMILTON) kernel(e, "eta", e->mi, e->d->ham.eta);
+    if (e->failed) return;
+    ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
+                  " * the constraint block is singular or Newton does not converge. */\n"
+                  "static int kn_dep(double t, const double *x, const double *p, double *v)\n{\n");
+    if (k == 0) {
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
+    } else if (red->explicit_alpha) {
+        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k);
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
+        ch_buf_put(b, "    return 0;\n}\n\n");
+    } else {
+        /* Implicit alpha: Newton on phi(v_dep) = 0 with the dependent block
+         * of G, from the entries already in v. */
+        ch_buf_printf(b, "    double o[%zu], w[%zu];\n    int piv[%zu], it, i;\n"
+                         "    for (it = 0; it < 60; it++) {\n"
+                         "        double step = 0.0, size = 0.0;\n"
+                         "        kn_con(t, x, p, v, o);\n"
+                         "        for (i = 0; i < %zu; i++)\n"
+                         "            if (!(o[i] == o[i]) || fabs(o[i]) > 1e300) return 1;\n"
+                         "        if (la_solve(%zu, 1, o + %zu, o, 0, w, piv)) return 1;\n",
+                      k + k * k, k * k + 1, k + 1, k, k, k);
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(b, "        v[%d] -= o[%zu];\n"
+                             "        step += fabs(o[%zu]);\n        size += fabs(v[%d]);\n",
+                          mf->dep[nu], nu, nu, mf->dep[nu]);
+        ch_buf_put(b, "        if (step <= 1e-13 * (1.0 + size)) return 0;\n"
+                      "    }\n    return 1;\n}\n\n");
+    }
+    ch_buf_put(b, "/* All n velocities of the state x. */\n"
+                  "static int kn_vel(double t, const double *x, const double *p, double *v)\n{\n");
+    if (e->form == CH_FORM_FULL) {
+        ch_buf_printf(b, "    int i;\n    (void)t; (void)p;\n"
+                         "    for (i = 0; i < %zu; i++) v[i] = x[%zu + i];\n    return 0;\n}\n\n",
+                      n, n);
+        return;
+    }
+    ch_buf_printf(b, "    int i;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
+    if (e->form == CH_FORM_HAMILTON) {
+        ch_buf_printf(b, "    {\n        double eta[%zu];\n        kn_eta(t, x, p, v, eta);\n", e->mi);
+        for (size_t r = 0; r < e->mi; r++)
+            ch_buf_printf(b, "        v[%d] = eta[%zu];\n", mf->indep[r], r);
+        ch_buf_put(b, "    }\n");
+    } else {
+        for (size_t r = 0; r < e->mi; r++)
+            ch_buf_printf(b, "    v[%d] = x[%zu];\n", mf->indep[r], n + r);
+    }
+    ch_buf_put(b, "    return kn_dep(t, x, p, v);\n}\n\n");
+}
+
+static void fun_state_from(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    const ch_manifold *mf = &e->d->mf;
+    size_t n = e->n;
+    if (e->form == CH_FORM_HAMILTON) kernel(e, "ystar", e->mi, e->d->red.y_star);
+    ch_buf_printf(b, "int %s_state_from(double t, const double *q, const double *qt,\n"
+                     "    const double *p, double *x)\n{\n"
+                     "    double v[%zu];\n    int i;\n"
+                     "    for (i = 0; i < %zu; i++) {\n        x[i] = q[i];\n        v[i] = qt[i];\n    }\n"
+                     "    if (kn_dep(t, x, p, v)) return 1;\n",
+                  e->P, n, n);
+    if (e->form == CH_FORM_FULL) {
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) x[%zu + i] = v[i];\n", n, n);
+    } else if (e->form == CH_FORM_REDUCED) {
+        for (size_t r = 0; r < e->mi; r++)
+            ch_buf_printf(b, "    x[%zu] = v[%d];\n", n + r, mf->indep[r]);
+    } else {
+        ch_buf_printf(b, "    kn_ystar(t, x, p, v, x + %zu);\n", n);
+    }
+    ch_buf_put(b, "    return 0;\n}\n\n");
+    ch_buf_printf(b, "void %s_initial(double *x)\n{\n    static const double q[%zu] = {", e->P, n);
+    for (size_t i = 0; i < n; i++) {
+        ch_buf_put(b, i ? ", " : "");
+        put_double(b, e->m->q0[i]);
+    }
+    ch_buf_printf(b, "};\n    static const double qt[%zu] = {", n);
+    for (size_t i = 0; i < n; i++) {
+        ch_buf_put(b, i ? ", " : "");
+        put_double(b, e->m->qt0[i]);
+    }
+    ch_buf_printf(b, "};\n    (void)%s_state_from(0.0, q, qt, %s_param_defaults, x);\n}\n\n",
+                  e->P, e->P);
+}
+
+static void fun_rhs(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n, k = e->k, mi = e->mi;
+    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                     "    double v[%zu];\n    int i;\n", e->P, n);
+    if (e->form == CH_FORM_FULL) {
+        put_sizes(e, b);
+        ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
+                      n * n + k * n + n + k, n, k + 1);
+        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n    kn_dyn(t, x, p, v, o);\n");
+        ch_buf_printf(b, "    if (la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv))\n"
+                         "        return 1;\n",
+                      n, k, n * n, n * n + k * n, n * n + k * n + n);
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        dxdt[i] = v[i];\n"
+                         "        dxdt[%zu + i] = acc[i];\n    }\n    return 0;\n}\n\n", n, n);
+    } else if (e->form == CH_FORM_REDUCED) {
+        ch_buf_printf(b, "    double o[%zu], w[%zu];\n    int piv[%zu];\n",
+                      mi * mi + mi, mi * mi + 1, mi + 1);
+        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n    kn_red(t, x, p, v, o);\n");
+        ch_buf_printf(b, "    if (la_solve(%zu, 1, o, o + %zu, 1, w, piv)) return 1;\n", mi, mi * mi);
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
+                         "    for (i = 0; i < %zu; i++) dxdt[%zu + i] = o[%zu + i];\n"
+                         "    return 0;\n}\n\n", n, mi, n, mi * mi);
+    } else {
+        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
+                         "    kn_ham(t, x, p, v, dxdt + %zu);\n    return 0;\n}\n\n", n, n);
+    }
+}
+
+static void fun_energy_vel(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n;
+    kernel(e, "en", 1, &e->d->lag.energy);
+    ch_buf_printf(b, "double %s_energy(double t, const double *x, const double *p)\n{\n"
+                     "    double v[%zu], en;\n"
+                     "    if (kn_vel(t, x, p, v)) return HUGE_VAL;\n"
+                     "    kn_en(t, x, p, v, &en);\n    return en;\n}\n\n", e->P, n);
+    ch_buf_printf(b, "int %s_velocities(double t, const double *x, const double *p, double *qt)\n{\n"
+                     "    return kn_vel(t, x, p, qt);\n}\n\n", e->P);
+}
+
+static void fun_outputs(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n, k = e->k, mi = e->mi, col = 0;
+    ch_buf_printf(b, "int %s_outputs(double t, const double *x, const double *p, double *out)\n{\n",
+                  e->P);
+    if (e->nout == 0) {
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)out;\n    return 0;\n}\n\n");
+        return;
+    }
+    ch_buf_printf(b, "    double v[%zu];\n", n);
+    if (k > 0) {
+        ch_buf_put(b, "    int i, j;\n");
+        put_sizes(e, b);
+        ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
+                      n * n + k * n + n + k, n, k + 1);
+    }
+    ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
+    if (e->form == CH_FORM_HAMILTON)
+        for (size_t r = 0; r < mi; r++) ch_buf_printf(b, "    out[%zu] = x[%zu];\n", col++, n + r);
+    if (e->form == CH_FORM_FULL && k > 0) {
+        ch_buf_printf(b, "    kn_con(t, x, p, v, o);\n"
+                         "    for (i = 0; i < %zu; i++) out[%zu + i] = o[i];\n", k, col);
+        col += k;
+    }
+    if (k > 0) {
+        ch_buf_printf(b, "    kn_dyn(t, x, p, v, o);\n"
+                         "    if (la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv))\n"
+                         "        return 1;\n",
+                      n, k, n * n, n * n + k * n, n * n + k * n + n);
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) out[%zu + i] = lam[i];\n", k, col);
+        col += k;
+        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        double s = 0.0;\n"
+                         "        for (j = 0; j < %zu; j++) s += lam[j] * o[%zu + j * %zu + i];\n"
+                         "        out[%zu + i] = s;\n    }\n",
+                      n, k, n * n, n, col);
+    }
+    ch_buf_put(b, "    return 0;\n}\n\n");
+}
+
+static void fun_project(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n, k = e->k;
+    ch_buf_printf(b, "int %s_project(double t, double *x, const double *p)\n{\n", e->P);
+    if (e->form != CH_FORM_FULL || k == 0) {
+        ch_buf_put(b, "    (void)t; (void)x; (void)p;\n    return 0;\n}\n");
+        return;
+    }
+    put_sizes(e, b);
+    ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
+                     "    for (it = 0; it < 3; it++) {\n"
+                     "        kn_dyn(t, x, p, x + %zu, o);\n"
+                     "        kn_con(t, x, p, x + %zu, ph);\n"
+                     "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
+                     "    }\n    return 0;\n}\n",
+                  n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+}
+
+/* kn_red: M* (m*m) and f = -(eqs at q_tt_r = 0) (m). */
+static void kernel_red(emitter *e)
+{
+    const ch_reduced *red = &e->d->red;
+    const ch_manifold *mf = &e->d->mf;
+    size_t mi = e->mi;
+    const ch_expr **o = earr(e, mi * mi + mi), **from = earr(e, mi), **to = earr(e, mi);
+    if (!o || !from || !to) return;
+    for (size_t r = 0; r < mi; r++) {
+        from[r] = e->m->qtt[mf->indep[r]];
+        to[r] = ch_zero(e->ctx);
+    }
+    for (size_t j = 0; j < mi * mi; j++) o[j] = red->M_star[j];
+    if (ch_subst_many(e->ctx, mi, red->eqs, o + mi * mi, mi, from, to)) {
+        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the reduced equations");
+        e->failed = 1;
+        return;
+    }
+    for (size_t r = 0; r < mi; r++) o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]);
+    kernel(e, "red", mi * mi + mi, o);
+}
+
+/* ---- names, header, assembly ------------------------------------------------ */
+
+static const char *dim(emitter *e, const char *macro, size_t count, char *buf, size_t size)
+{
+    if (count == 0) return "1";
+    snprintf(buf, size, "%s_%s", e->P, macro);
+    return buf;
+}
+
+static void put_decls(emitter *e, ch_buf *b)
+{
+    char d1[96], d2[96];
+    ch_buf_printf(b, "#define %s_NX %zu\n#define %s_NP %zu\n#define %s_NQ %zu\n#define %s_NOUT %zu\n",
+                  e->P, e->nx, e->P, e->m->np, e->P, e->n, e->P, e->nout);
+    ch_buf_printf(b, "extern const char *const %s_state_names[%s_NX];\n", e->P, e->P);
+    ch_buf_printf(b, "extern const char *const %s_param_names[%s];\n", e->P,
+                  dim(e, "NP", e->m->np, d1, sizeof d1));
+    ch_buf_printf(b, "extern const double %s_param_defaults[%s];\n", e->P, d1);
+    ch_buf_printf(b, "extern const char *const %s_output_names[%s];\n", e->P,
+                  dim(e, "NOUT", e->nout, d2, sizeof d2));
+    const char *P = e->P;
+    ch_buf_printf(b,
+        "void   %s_initial(double *x);\n"
+        "int    %s_state_from(double t, const double *q, const double *qt,\n"
+        "           const double *p, double *x);\n"
+        "int    %s_rhs(double t, const double *x, const double *p, double *dxdt);\n"
+        "double %s_energy(double t, const double *x, const double *p);\n"
+        "int    %s_velocities(double t, const double *x, const double *p, double *qt);\n"
+        "int    %s_outputs(double t, const double *x, const double *p, double *out);\n"
+        "int    %s_project(double t, double *x, const double *p);\n",
+        P, P, P, P, P, P, P);
+}
+
+static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
+                          const char *const *names)
+{
+    if (n == 0) {
+        ch_buf_put(b, "0");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ch_buf_put(b, i ? ",\n    " : "\n    ");
+        char tmp[160];
+        snprintf(tmp, sizeof tmp, "%s%s", pre ? pre[i] : "", names[i]);
+        put_cstring(b, tmp);
+    }
+    ch_buf_put(b, "\n");
+}
+
+static const char *sym_name(const ch_expr *s) { return s->sym->name; }
+
+static void put_tables(emitter *e, ch_buf *b)
+{
+    size_t n = e->n, k = e->k, mi = e->mi, np = e->m->np;
+    const ch_manifold *mf = &e->d->mf;
+    const char **names = calloc(e->nx + e->nout + np + 1, sizeof *names);
+    const char **pre = calloc(e->nx + e->nout + np + 1, sizeof *pre);
+    char **owned = calloc(e->nx + e->nout + 1, sizeof *owned);
+    if (!names || !pre || !owned) {
+        e->failed = 1;
+        ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        free(names), free(pre), free(owned);
+        return;
+    }
+    size_t c = 0, no = 0;
+    for (size_t i = 0; i < n; i++) pre[c] = "", names[c++] = sym_name(e->m->q[i]);
+    for (size_t i = 0; i < e->nx - n; i++) {
+        size_t qi = e->form == CH_FORM_FULL ? i : (size_t)mf->indep[i];
+        char *s = malloc(strlen(sym_name(e->m->q[qi])) + 3);
+        if (s) strcpy(s, sym_name(e->m->q[qi]));
+        if (s) strcat(s, e->form == CH_FORM_HAMILTON ? "" : "'");
+        owned[no++] = s;
+        pre[c] = e->form == CH_FORM_HAMILTON ? "y_" : "";
+        names[c++] = s ? s : "?";
+    }
+    ch_buf_printf(b, "const char *const %s_state_names[%s_NX] = {", e->P, e->P);
+    put_name_list(b, c, pre, names);
+    ch_buf_put(b, "};\n");
+    char dbuf[96];
+    const char *d = dim(e, "NP", np, dbuf, sizeof dbuf);
+    ch_buf_printf(b, "const char *const %s_param_names[%s] = {", e->P, d);
+    for (size_t i = 0; i < np; i++) pre[i] = "", names[i] = sym_name(e->m->param[i]);
+    put_name_list(b, np, pre, names);
+    ch_buf_printf(b, "};\nconst double %s_param_defaults[%s] = {", e->P, d);
+    for (size_t i = 0; i < np; i++) {
+        ch_buf_put(b, i ? ", " : "");
+        put_double(b, e->m->param_default[i]);
+    }
+    ch_buf_put(b, np ? "};\n" : "0.0};\n");
+    /* Output columns. */
+    c = 0;
+    if (e->form == CH_FORM_HAMILTON)
+        for (size_t r = 0; r < mi; r++) pre[c] = "y_", names[c++] = sym_name(e->m->q[mf->indep[r]]);
+    char (*num)[24] = calloc(2 * k + 1, sizeof *num);
+    if (!num) e->failed = 1;
+    if (k > 0 && num) {
+        if (e->form == CH_FORM_FULL)
+            for (size_t j = 0; j < k; j++)
+                snprintf(num[j], sizeof num[j], "%zu", j + 1), pre[c] = "phi", names[c++] = num[j];
+        for (size_t j = 0; j < k; j++)
+            snprintf(num[k + j], sizeof num[k + j], "%zu", j + 1), pre[c] = "lambda",
+                names[c++] = num[k + j];
+        for (size_t i = 0; i < n; i++) pre[c] = "R_", names[c++] = sym_name(e->m->q[i]);
+    }
+    ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
+                  dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
+    put_name_list(b, c, pre, names);
+    ch_buf_put(b, "};\n\n");
+    free(num);
+    for (size_t i = 0; i < no; i++) free(owned[i]);
+    free(names), free(pre), free(owned);
+}
+
+static int put_template(emitter *e, ch_buf *b, const char *name)
+{
+    const char *t = ch_embedded(name, NULL);
+    if (!t) {
+        e->failed = 1;
+        return ch_error_set(e->err, CH_ERR_IO, NULL, 0, 0, "template %s is not embedded", name);
+    }
+    ch_buf_put(b, t);
+    ch_buf_put(b, "\n");
+    return 0;
+}
+
+static void put_comment_ident(ch_buf *b, const char *s)
+{
+    for (; *s; s++)
+        if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+            (*s >= '0' && *s <= '9') || *s == '_')
+            ch_buf_putc(b, *s);
+}
+
+static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
+{
+    ch_buf_printf(b, "/* %s.%s - generated by chetaev %s: do not edit.\n * model ", e->P,
+                  file_ext, CH_VERSION);
+    put_comment_ident(b, e->m->name);
+    ch_buf_printf(b, ", form %s: n = %zu coordinates, k = %zu constraints, state size %zu.\n",
+                  ch_form_name(e->form), e->n, e->k, e->nx);
+    ch_buf_put(b, " * operations before CSE (outputs as trees): ");
+    ch_opcount_print(b, &e->before);
+    ch_buf_put(b, "\n * operations after CSE (straight-line code): ");
+    ch_opcount_print(b, &e->after);
+    ch_buf_put(b, "\n */\n");
+}
+
+int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+              const char *prefix, ch_buf *header, ch_buf *source, ch_error *err)
+{
+    emitter e;
+    memset(&e, 0, sizeof e);
+    e.ctx = ctx, e.d = d, e.m = d->model, e.form = form, e.err = err;
+    e.n = d->lag.n, e.k = d->lag.k, e.mi = e.n - e.k;
+    char defprefix[160];
+    if (!prefix) {
+        snprintf(defprefix, sizeof defprefix, "%s_%s", e.m->name, ch_form_name(form));
+        prefix = defprefix;
+    }
+    if (!is_ident(prefix))
+        return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0,
+                            "prefix '%.80s' is not a C identifier (letters, digits, "
+                            "underscores, at most 64 characters, not starting with a digit)",
+                            prefix);
+    e.P = prefix;
+    if (form == CH_FORM_HAMILTON && !d->ham.exists)
+        return ch_error_set(err, CH_ERR_MODEL, e.m->file, 0, 0,
+                            "the Hamiltonian form does not exist for model %s: %s",
+                            e.m->name, d->ham.reason ? d->ham.reason : "no H*");
+    if (form != CH_FORM_FULL && e.k > 0 && !d->red.M_star)
+        return ch_error_set(err, CH_ERR_MODEL, e.m->file, 0, 0,
+                            "the reduced form is not available for model %s", e.m->name);
+    e.nx = form == CH_FORM_FULL ? 2 * e.n : e.n + e.mi;
+    e.nout = (form == CH_FORM_HAMILTON ? e.mi : 0) +
+             (e.k ? (form == CH_FORM_FULL ? 2 * e.k : e.k) + e.n : 0);
+    if (set_names(&e)) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    ch_buf_init(&e.kern);
+    ch_buf_init(&e.fun);
+
+    int need_dyn = form == CH_FORM_FULL || e.k > 0;
+    if (need_dyn) kernel_dyn(&e);
+    fun_vel(&e);
+    if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
+    if (form == CH_FORM_REDUCED) kernel_red(&e);
+    if (form == CH_FORM_HAMILTON) kernel(&e, "ham", e.mi, d->ham.yt);
+    fun_state_from(&e);
+    fun_rhs(&e);
+    fun_energy_vel(&e);
+    fun_outputs(&e);
+    fun_project(&e);
+
+    int rc = 0;
+    if (!e.failed) {
+        ch_buf_reset(header);
+        put_banner(&e, header, "h");
+        ch_buf_printf(header, "#ifndef %s_H_INCLUDED\n#define %s_H_INCLUDED\n\n", e.P, e.P);
+        put_decls(&e, header);
+        ch_buf_put(header, "\n#endif\n");
+
+        ch_buf_reset(source);
+        put_banner(&e, source, "c");
+        ch_buf_put(source, "#include <math.h>\n\n/* The declarations of the header, repeated so "
+                           "that this file\n * compiles on its own (in-memory JIT). */\n");
+        put_decls(&e, source);
+        ch_buf_put(source, "\n");
+        put_tables(&e, source);
+        if (form != CH_FORM_HAMILTON || e.k > 0)
+            put_template(&e, source, "templates/solve.c.in");
+        if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
+        if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");
+        ch_buf_put(source, e.kern.s ? e.kern.s : "");
+        ch_buf_put(source, e.fun.s ? e.fun.s : "");
+        if (header->oom || source->oom || e.kern.oom || e.fun.oom) {
+            ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+            e.failed = 1;
+        }
+    }
+    if (e.failed) rc = err && err->code ? (int)err->code : CH_ERR_MEMORY;
+    ch_buf_free(&e.kern);
+    ch_buf_free(&e.fun);
+    return rc;
+}

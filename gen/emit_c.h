@@ -1,0 +1,74 @@
+/* emit_c.h — C99 right-hand sides of the three forms (SPEC §4).
+ *
+ * For a form, the kernel builder collects the symbolic outputs (full: M, h,
+ * G, c, Q, energy; reduced: alpha, M*, the reduced right side; hamilton:
+ * the Legendre data and the Poincaré–Hamilton right sides), turns them into
+ * one straight-line program with common subexpressions shared across all
+ * outputs (cse.h), and fills the templates under templates/ (embedded in
+ * the binary at build time). Small dense linear systems are solved in the
+ * emitted code. Output is deterministic: the same model gives
+ * byte-identical files. Model names never reach the C text except through
+ * a whitelist (state and parameter names appear only inside string
+ * literals, escaped). */
+/*
+ * The emitted API (all names PREFIX_*, declared in PREFIX.h and repeated at
+ * the top of PREFIX.c so that the .c compiles alone, e.g. in the JIT):
+ *
+ *   #define PREFIX_NX    state size (full 2n, reduced and hamilton n+m)
+ *   #define PREFIX_NP    parameters
+ *   #define PREFIX_NQ    coordinates n
+ *   #define PREFIX_NOUT  optional CSV columns of PREFIX_outputs
+ *   const char *const PREFIX_state_names[PREFIX_NX]    "x", "x'", or "y_x"
+ *   const char *const PREFIX_param_names[PREFIX_NP]
+ *   const double      PREFIX_param_defaults[PREFIX_NP]
+ *   const char *const PREFIX_output_names[PREFIX_NOUT]
+ *       (an array of size 0 is declared with size 1, holding 0 / 0.0)
+ *   void   PREFIX_initial(double *x)       model's initial state at t = 0
+ *          with the default parameters (= state_from of the `initial`
+ *          values; dependent velocities recomputed from the constraints)
+ *   int    PREFIX_state_from(t, q[n], qt[n], p, x): the form's state from
+ *          coordinates and velocities (full: dependent velocities replaced
+ *          by alpha; reduced: the independent ones; hamilton: y* = dL* / dq'_r)
+ *   int    PREFIX_rhs(t, x, p, dxdt)       0, or 1 where singular (or the
+ *          implicit-alpha Newton fails)
+ *   double PREFIX_energy(t, x, p)          E at the full velocities
+ *          (HUGE_VAL when the velocities cannot be reconstructed)
+ *   int    PREFIX_velocities(t, x, p, qt[n])  all n velocities
+ *   int    PREFIX_outputs(t, x, p, out[NOUT]):
+ *          full:     phi1..phik, lambda1..lambdak, R_q (n)
+ *          reduced:  lambda1..lambdak, R_q (n)
+ *          hamilton: y_q (m), lambda1..lambdak, R_q (n)
+ *          (lambda and R from the full KKT system at the reconstructed
+ *          velocities; nothing when k = 0 except hamilton's y columns)
+ *   int    PREFIX_project(t, x, p)          full form: three steps of
+ *          v -= M^-1 G^T (G M^-1 G^T)^-1 phi(v); other forms: no-op, 0.
+ * State order: q, then q' (full), q'_indep (reduced) or y* (hamilton), in
+ * declared order. Implicit alpha (constraints nonlinear in the dependent
+ * velocities): Newton on phi(v_dep) = 0 with the dependent block of G,
+ * from 0 in rhs/velocities (no previous value exists in a pure function)
+ * and from the given velocities in state_from; 60 iterations at most,
+ * failure returns 1. A constraint with several roots may therefore land
+ * on another branch than the initial state's when the root is not the
+ * one nearest 0.
+ * Work arrays are local (stack) arrays of fixed size, O((n+k)^2) doubles. */
+#ifndef CH_EMIT_C_H
+#define CH_EMIT_C_H
+
+#include "buf.h"
+#include "derive.h"
+
+typedef enum { CH_FORM_FULL, CH_FORM_REDUCED, CH_FORM_HAMILTON } ch_form;
+
+/* "full", "reduced", "hamilton" <-> ch_form; -1 when unknown. */
+int ch_form_parse(const char *name);
+const char *ch_form_name(ch_form f);
+
+/* Writes PREFIX.h into header and PREFIX.c into source. prefix NULL means
+ * MODEL_FORM. The form must exist for the model (hamilton needs H* or the
+ * Legendre data; reduced and hamilton need k >= 1 or are the plain
+ * Lagrangian forms for k = 0); otherwise CH_ERR_MODEL with the reason. */
+int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+              const char *prefix, ch_buf *header, ch_buf *source,
+              ch_error *err);
+
+#endif
