@@ -355,77 +355,147 @@ static void py_expr(ch_buf *o, const ch_expr *e)
     ch_buf_put(o, "\")");
 }
 
-static void py_value(ch_buf *o, const ch_entry *e)
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_expr(ch_buf *o, const ch_expr *e)
+{
+    if (!printable(e)) {
+        ch_buf_put(o, "null");
+        return;
+    }
+    ch_buf tmp;
+    ch_buf_init(&tmp);
+    ch_print(&tmp, e, CH_STYLE_SYMPY);
+    if (tmp.oom) o->oom = 1;
+    ch_print_json_string(o, tmp.s ? tmp.s : "");
+    ch_buf_free(&tmp);
+}
+
+/* A rational as a JSON number (exact for integers), NULL as null. */
+static void json_number(ch_buf *o, const ch_expr *e)
+{
+    if (!e || e->kind != CH_NUM)
+        ch_buf_put(o, "null");
+    else if (fmpz_is_one(fmpq_denref(e->num)) && fmpz_fits_si(fmpq_numref(e->num)))
+        ch_buf_printf(o, "%ld", (long)fmpz_get_si(fmpq_numref(e->num)));
+    else
+        ch_buf_printf(o, "%.17g", ch_fmpq_to_double(e->num));
+}
+
+/* ---- SPEC §3 values in Python and JSON syntax --------------------------- */
+
+/* The two machine formats differ only in these words and in how an
+ * expression or a parameter default is written. */
+struct syntax {
+    const char *null, *yes, *no, *unknown;
+    const char *mat_open, *mat_close, *row_sep;
+    void (*expr)(ch_buf *, const ch_expr *);
+    void (*string)(ch_buf *, const char *);
+    void (*param)(ch_buf *, const ch_model *, const ch_entry *, size_t);
+};
+
+static void py_param(ch_buf *o, const ch_model *m, const ch_entry *e, size_t i)
+{
+    (void)m;
+    py_expr(o, e->e[i]); /* exact: _e("1/5") */
+}
+
+static void json_param(ch_buf *o, const ch_model *m, const ch_entry *e, size_t i)
+{
+    (void)e;
+    double v = m->param_default[i];
+    if (isfinite(v))
+        ch_buf_printf(o, "%.17g", v);
+    else
+        ch_buf_put(o, "null");
+}
+
+static void json_degree(ch_buf *o, const ch_expr *e) { json_number(o, e); }
+
+static const struct syntax python = {
+    "None", "True", "False", "\"unknown\"", "Matrix([", "])", ",\n    ",
+    py_expr, py_string, py_param};
+static const struct syntax json = {
+    "null", "true", "false", "\"unknown\"", "[", "]", ", ",
+    json_expr, ch_print_json_string, json_param};
+
+/* "[a, b, ...]": n expressions (NULL written as null) separated by sep. */
+static void list(ch_buf *o, size_t n, const ch_expr *const *x,
+                 const struct syntax *sx, const char *sep)
+{
+    ch_buf_put(o, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) ch_buf_put(o, sep);
+        if (x[i])
+            sx->expr(o, x[i]);
+        else
+            ch_buf_put(o, sx->null);
+    }
+    ch_buf_put(o, "]");
+}
+
+static void write_value(ch_buf *o, const ch_model *m, const ch_entry *e,
+                        const struct syntax *sx)
 {
     switch (e->kind) {
-    case CH_ENTRY_NULL: ch_buf_put(o, "None"); break;
-    case CH_ENTRY_NAME: py_string(o, e->names[0]); break;
+    case CH_ENTRY_NULL: ch_buf_put(o, sx->null); break;
+    case CH_ENTRY_NAME: sx->string(o, e->names[0]); break;
     case CH_ENTRY_NAMES:
         ch_buf_put(o, "[");
         for (size_t i = 0; i < e->rows; i++) {
             if (i) ch_buf_put(o, ", ");
-            py_string(o, e->names[i]);
+            sx->string(o, e->names[i]);
         }
         ch_buf_put(o, "]");
         break;
     case CH_ENTRY_PARAMS:
-        ch_buf_put(o, "{");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            py_string(o, e->names[i]);
-            ch_buf_put(o, ": ");
-            py_expr(o, e->e[i]);
-        }
-        ch_buf_put(o, "}");
-        break;
-    case CH_ENTRY_EXPR: py_expr(o, e->e[0]); break;
-    case CH_ENTRY_VECTOR:
-    case CH_ENTRY_MATRIX:
-        ch_buf_put(o, e->kind == CH_ENTRY_MATRIX ? "Matrix([" : "[");
-        for (size_t i = 0; i < e->rows; i++) {
-            ch_buf_put(o, i ? ",\n    " : "\n    ");
-            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "[");
-            for (size_t j = 0; j < e->cols; j++) {
-                if (j) ch_buf_put(o, ", ");
-                py_expr(o, e->e[i * e->cols + j]);
-            }
-            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "]");
-        }
-        ch_buf_put(o, e->kind == CH_ENTRY_MATRIX ? "])" : "]");
-        break;
-    case CH_ENTRY_DEGREES:
-        ch_buf_put(o, "[");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            if (e->e[i])
-                py_expr(o, e->e[i]);
-            else
-                ch_buf_put(o, "None");
-        }
-        ch_buf_put(o, "]");
-        break;
-    case CH_ENTRY_VERDICT:
-        ch_buf_put(o, e->verdict == 1 ? "True" : e->verdict == 0 ? "False" : "\"unknown\"");
-        break;
     case CH_ENTRY_OBJECT:
         ch_buf_put(o, "{");
         for (size_t i = 0; i < e->rows; i++) {
-            ch_buf_put(o, i ? ",\n    " : "\n    ");
-            py_string(o, e->names[i]);
+            if (i) ch_buf_put(o, ", ");
+            sx->string(o, e->names[i]);
             ch_buf_put(o, ": ");
-            py_expr(o, e->e[i]);
+            if (e->kind == CH_ENTRY_PARAMS)
+                sx->param(o, m, e, i);
+            else
+                sx->expr(o, e->e[i]);
         }
         ch_buf_put(o, "}");
         break;
-    case CH_ENTRY_PH:
-        for (int col = 0; col < 2; col++) {
-            ch_buf_put(o, col ? ",\n    \"y_t\": [" : "{\n    \"q_t\": [");
+    case CH_ENTRY_EXPR: sx->expr(o, e->e[0]); break;
+    case CH_ENTRY_VECTOR: list(o, e->rows, e->e, sx, sx->row_sep); break;
+    case CH_ENTRY_MATRIX:
+        ch_buf_put(o, sx->mat_open);
+        for (size_t i = 0; i < e->rows; i++) {
+            if (i) ch_buf_put(o, sx->row_sep);
+            list(o, e->cols, e->e + i * e->cols, sx, ", ");
+        }
+        ch_buf_put(o, sx->mat_close);
+        break;
+    case CH_ENTRY_DEGREES:
+        if (sx == &json) {
+            ch_buf_put(o, "[");
             for (size_t i = 0; i < e->rows; i++) {
                 if (i) ch_buf_put(o, ", ");
-                py_expr(o, (col ? e->e2 : e->e)[i]);
+                json_degree(o, e->e[i]);
             }
             ch_buf_put(o, "]");
+        } else {
+            list(o, e->rows, e->e, sx, ", ");
         }
+        break;
+    case CH_ENTRY_VERDICT:
+        ch_buf_put(o, e->verdict == 1 ? sx->yes : e->verdict == 0 ? sx->no : sx->unknown);
+        break;
+    case CH_ENTRY_PH:
+        ch_buf_put(o, "{");
+        sx->string(o, "q_t");
+        ch_buf_put(o, ": ");
+        list(o, e->rows, e->e, sx, ", ");
+        ch_buf_put(o, ", ");
+        sx->string(o, "y_t");
+        ch_buf_put(o, ": ");
+        list(o, e->rows, e->e2, sx, ", ");
         ch_buf_put(o, "}");
         break;
     }
@@ -454,116 +524,13 @@ static void write_sympy(writer *w, size_t n, const ch_entry *const *sel)
                   "    return parse_expr(text, local_dict=_symbols)\n\n\n");
     for (size_t i = 0; i < n; i++) {
         ch_buf_printf(o, "%s = ", sel[i]->key);
-        py_value(o, sel[i]);
+        write_value(o, w->d->model, sel[i], &python);
         ch_buf_put(o, "\n");
     }
     ch_buf_put(o, "\nif __name__ == \"__main__\":\n    for _name in [");
     for (size_t i = 0; i < n; i++)
         ch_buf_printf(o, "%s\"%s\"", i ? ", " : "", sel[i]->key);
     ch_buf_put(o, "]:\n        print(_name, \"=\", globals()[_name])\n");
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static void json_expr(ch_buf *o, const ch_expr *e)
-{
-    if (!printable(e)) {
-        ch_buf_put(o, "null");
-        return;
-    }
-    ch_buf tmp;
-    ch_buf_init(&tmp);
-    ch_print(&tmp, e, CH_STYLE_SYMPY);
-    if (tmp.oom) o->oom = 1;
-    ch_print_json_string(o, tmp.s ? tmp.s : "");
-    ch_buf_free(&tmp);
-}
-
-/* A rational as a JSON number (exact for integers), NULL as null. */
-static void json_number(ch_buf *o, const ch_expr *e)
-{
-    if (!e || e->kind != CH_NUM)
-        ch_buf_put(o, "null");
-    else if (fmpz_is_one(fmpq_denref(e->num)) && fmpz_fits_si(fmpq_numref(e->num)))
-        ch_buf_printf(o, "%ld", (long)fmpz_get_si(fmpq_numref(e->num)));
-    else
-        ch_buf_printf(o, "%.17g", ch_fmpq_to_double(e->num));
-}
-
-static void json_value(ch_buf *o, const ch_model *m, const ch_entry *e)
-{
-    switch (e->kind) {
-    case CH_ENTRY_NULL: ch_buf_put(o, "null"); break;
-    case CH_ENTRY_NAME: ch_print_json_string(o, e->names[0]); break;
-    case CH_ENTRY_NAMES:
-        ch_buf_put(o, "[");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            ch_print_json_string(o, e->names[i]);
-        }
-        ch_buf_put(o, "]");
-        break;
-    case CH_ENTRY_PARAMS:
-        ch_buf_put(o, "{");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            ch_print_json_string(o, e->names[i]);
-            double v = m->param_default[i];
-            if (isfinite(v))
-                ch_buf_printf(o, ": %.17g", v);
-            else
-                ch_buf_put(o, ": null");
-        }
-        ch_buf_put(o, "}");
-        break;
-    case CH_ENTRY_EXPR: json_expr(o, e->e[0]); break;
-    case CH_ENTRY_VECTOR:
-    case CH_ENTRY_MATRIX:
-        ch_buf_put(o, "[");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "[");
-            for (size_t j = 0; j < e->cols; j++) {
-                if (j) ch_buf_put(o, ", ");
-                json_expr(o, e->e[i * e->cols + j]);
-            }
-            if (e->kind == CH_ENTRY_MATRIX) ch_buf_put(o, "]");
-        }
-        ch_buf_put(o, "]");
-        break;
-    case CH_ENTRY_DEGREES:
-        ch_buf_put(o, "[");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            json_number(o, e->e[i]);
-        }
-        ch_buf_put(o, "]");
-        break;
-    case CH_ENTRY_VERDICT:
-        ch_buf_put(o, e->verdict == 1 ? "true" : e->verdict == 0 ? "false" : "\"unknown\"");
-        break;
-    case CH_ENTRY_OBJECT:
-        ch_buf_put(o, "{");
-        for (size_t i = 0; i < e->rows; i++) {
-            if (i) ch_buf_put(o, ", ");
-            ch_print_json_string(o, e->names[i]);
-            ch_buf_put(o, ": ");
-            json_expr(o, e->e[i]);
-        }
-        ch_buf_put(o, "}");
-        break;
-    case CH_ENTRY_PH:
-        for (int col = 0; col < 2; col++) {
-            ch_buf_put(o, col ? ", \"y_t\": [" : "{\"q_t\": [");
-            for (size_t i = 0; i < e->rows; i++) {
-                if (i) ch_buf_put(o, ", ");
-                json_expr(o, (col ? e->e2 : e->e)[i]);
-            }
-            ch_buf_put(o, "]");
-        }
-        ch_buf_put(o, "}");
-        break;
-    }
 }
 
 static void write_json(writer *w, size_t n, const ch_entry *const *sel)
@@ -574,7 +541,7 @@ static void write_json(writer *w, size_t n, const ch_entry *const *sel)
         ch_buf_put(o, i ? ",\n  " : "\n  ");
         ch_print_json_string(o, sel[i]->key);
         ch_buf_put(o, ": ");
-        json_value(o, w->d->model, sel[i]);
+        write_value(o, w->d->model, sel[i], &json);
     }
     ch_buf_put(o, "\n}\n");
 }
