@@ -374,6 +374,15 @@ static void fun_outputs(emitter *e)
                          "        for (j = 0; j < %zu; j++) s += lam[j] * o[%zu + j * %zu + i];\n"
                          "        out[%zu + i] = s;\n    }\n",
                       n, k, n * n, n, col);
+        col += n;
+    }
+    /* Declared integrals last, at the full velocities kn_vel rebuilt. */
+    if (e->m->nintegrals > 0) {
+        const ch_expr **f = earr(e, e->m->nintegrals);
+        if (!f) return;
+        for (size_t j = 0; j < e->m->nintegrals; j++) f[j] = e->m->integrals[j].expr;
+        kernel(e, "integ", e->m->nintegrals, f);
+        ch_buf_printf(b, "    kn_integ(t, x, p, v, out + %zu);\n", col);
     }
     ch_buf_put(b, "    return 0;\n}\n\n");
 }
@@ -434,9 +443,10 @@ static void put_decls(emitter *e, ch_buf *b)
     ch_buf_printf(b, "#define %s_NX %zu\n#define %s_NP %zu\n#define %s_NQ %zu\n#define %s_NOUT %zu\n",
                   e->P, e->nx, e->P, e->m->np, e->P, e->n, e->P, e->nout);
     ch_buf_printf(b, "extern const char *const %s_state_names[%s_NX];\n", e->P, e->P);
-    ch_buf_printf(b, "extern const char *const %s_param_names[%s];\n", e->P,
-                  dim(e, "NP", e->m->np, d1, sizeof d1));
-    ch_buf_printf(b, "extern const double %s_param_defaults[%s];\n", e->P, d1);
+    /* dim() returns "1" without filling d1 when there are no parameters. */
+    const char *np_dim = dim(e, "NP", e->m->np, d1, sizeof d1);
+    ch_buf_printf(b, "extern const char *const %s_param_names[%s];\n", e->P, np_dim);
+    ch_buf_printf(b, "extern const double %s_param_defaults[%s];\n", e->P, np_dim);
     ch_buf_printf(b, "extern const char *const %s_output_names[%s];\n", e->P,
                   dim(e, "NOUT", e->nout, d2, sizeof d2));
     const char *P = e->P;
@@ -523,6 +533,8 @@ static void put_tables(emitter *e, ch_buf *b)
                 names[c++] = num[k + j];
         for (size_t i = 0; i < n; i++) pre[c] = "R_", names[c++] = sym_name(e->m->q[i]);
     }
+    for (size_t j = 0; j < e->m->nintegrals; j++)
+        pre[c] = "", names[c++] = e->m->integrals[j].name;
     ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
                   dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
     put_name_list(b, c, pre, names);
@@ -593,7 +605,8 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                             "the reduced form is not available for model %s", e.m->name);
     e.nx = form == CH_FORM_FULL ? 2 * e.n : e.n + e.mi;
     e.nout = (form == CH_FORM_HAMILTON ? e.mi : 0) +
-             (e.k ? (form == CH_FORM_FULL ? 2 * e.k : e.k) + e.n : 0);
+             (e.k ? (form == CH_FORM_FULL ? 2 * e.k : e.k) + e.n : 0) +
+             e.m->nintegrals;
     if (set_names(&e)) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     ch_buf_init(&e.kern);
     ch_buf_init(&e.fun);

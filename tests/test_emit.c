@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "gen/derive.h"
+#include "gen/compile.h"
 #include "gen/cse.h"
 #include "gen/emit_c.h"
 
@@ -271,6 +272,7 @@ static void test_injection(void)
         "lagrangian w/2*(main'^2 + x0'^2 + p'^2 + t0'^2 + dxdt'^2 + zeta9'^2) - o*main*x0\n"
         "constraint p' = main*x0'\n"
         "constraint dxdt' = t0' + zeta9'\n"
+        "integral zeta9_I = main'^2 + t0*x0'\n"
         "initial main=0.1 x0=0.2 x0'=0.5 zeta9'=1\n";
     check_model("inj.nh", text, "inj");
     emitted e;
@@ -303,6 +305,98 @@ static void test_injection(void)
     }
     emitted_free(&e);
     ch_ctx_free(ctx);
+}
+
+/* Declared integrals: the last output columns of every form, named as
+ * declared, evaluated at the full velocities (dependent ones from alpha or
+ * from eta in the Hamiltonian form). Eint is the energy (the sleigh with a
+ * spring conserves it), `drift` is not conserved. */
+static const char integ_text[] =
+    "model integ\ncoordinates x y th\nparameters m=1 J=0.5 a=0.3 k=2\n"
+    "lagrangian m/2*(x'^2 + y'^2) + J/2*th'^2 - k/2*(x^2 + y^2)\n"
+    "constraint -sin(th)*x' + cos(th)*y' - a*th' = 0\ndependent th'\n"
+    "integral Eint = m/2*(x'^2 + y'^2) + J/2*th'^2 + k/2*(x^2 + y^2)\n"
+    "integral drift = t*x' + y + th'\n"
+    "initial x=0.1 x'=1 y'=0.3 th'=1\n";
+static const char integ0_text[] =
+    "model integ0\ncoordinates u w\nparameters c=3\n"
+    "lagrangian (u'^2 + w'^2)/2 - c/2*u^2 - w^4/4\n"
+    "integral Eint = (u'^2 + w'^2)/2 + c/2*u^2 + w^4/4\n"
+    "integral drift = u*w'\n"
+    "initial u=0.5 w=-0.2 w'=1\n";
+
+/* Integrates 200 rk4 steps of 1e-3 and returns the last two outputs at
+ * the start and end, with the energy at both. */
+static int integ_run(const chrt_system *s, double out0[2], double out1[2], double en[2])
+{
+    double x[16], o[32], work[96], t = 0.0;
+    const double *p = s->param_defaults;
+    chrt_stepper st = {s->nx, work};
+    if (s->nx > 16 || s->nout > 32 || s->nout < 2) return -1;
+    s->initial(x);
+    if (s->outputs(t, x, p, o)) return -1;
+    out0[0] = o[s->nout - 2], out0[1] = o[s->nout - 1], en[0] = s->energy(t, x, p);
+    for (int i = 0; i < 200; i++, t += 1e-3)
+        if (chrt_step(&st, CHRT_RK4, s->rhs, t, 1e-3, x, p)) return -1;
+    if (s->outputs(t, x, p, o)) return -1;
+    out1[0] = o[s->nout - 2], out1[1] = o[s->nout - 1], en[1] = s->energy(t, x, p);
+    return 0;
+}
+
+static void integ_model(const char *path, const char *text, const char *name,
+                        const size_t nout[3])
+{
+    check_model(path, text, name); /* gcc -pedantic -Werror, tcc, harness */
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    if (emit_model(path, text, &e, &d, &ctx)) return;
+    double first[3] = {0, 0, 0};
+    for (int f = 0; f < 3; f++) {
+        if (!e.ok[f]) continue;
+        char want[64];
+        snprintf(want, sizeof want, "#define %s_%s_NOUT %zu\n", name, ch_form_name((ch_form)f), nout[f]);
+        CHECK_MSG(strstr(e.h[f].s, want) != NULL, "%s", want);
+        const char *names = strstr(e.c[f].s, "_NOUT] = {");
+        const char *tail = names ? strstr(names, "\"Eint\",\n    \"drift\"\n};") : NULL;
+        CHECK(tail && tail == strstr(names, "};") - 20);
+        ch_compiled *c;
+        ch_error err;
+        ch_error_clear(&err);
+        int rc = ch_compile_form(ctx, d, (ch_form)f, NULL, CH_COMPILER_TCC, &c, &err);
+        CHECK_MSG(rc == 0, "%s %s: %s", name, ch_form_name((ch_form)f), err.msg);
+        if (rc) continue;
+        CHECK(c->sys.nout == (int)nout[f]);
+        CHECK_STR(c->sys.output_names[nout[f] - 2], "Eint");
+        CHECK_STR(c->sys.output_names[nout[f] - 1], "drift");
+        double o0[2], o1[2], en[2];
+        rc = integ_run(&c->sys, o0, o1, en);
+        CHECK_MSG(rc == 0, "%s %s: run failed", name, ch_form_name((ch_form)f));
+        if (rc == 0) {
+            CHECK_NEAR(o0[0], en[0], 1e-13 * fabs(en[0]));
+            CHECK_NEAR(o1[0], en[1], 1e-13 * fabs(en[1]));
+            CHECK_NEAR(o1[0], o0[0], 1e-9 * fabs(o0[0])); /* conserved */
+            CHECK_MSG(fabs(o1[1] - o0[1]) > 1e-3, "drift %.17g -> %.17g", o0[1], o1[1]);
+            /* The forms agree on the values at the initial state. */
+            if (f == 0) first[0] = o0[0], first[1] = o0[1];
+            else {
+                CHECK_NEAR(o0[0], first[0], 1e-13 * fabs(first[0]));
+                CHECK_NEAR(o0[1], first[1], 1e-13 * (1 + fabs(first[1])));
+            }
+        }
+        ch_compiled_free(c);
+    }
+    emitted_free(&e);
+    ch_ctx_free(ctx);
+}
+
+static void test_integrals(void)
+{
+    /* full 2k + n, reduced k + n, hamilton m + k + n; plus two integrals */
+    static const size_t nout[3] = {2 + 3 + 2, 1 + 3 + 2, 2 + 1 + 3 + 2};
+    integ_model("integ.nh", integ_text, "integ", nout);
+    static const size_t nout0[3] = {2, 2, 2 + 2};
+    integ_model("integ0.nh", integ0_text, "integ0", nout0);
 }
 
 static const char *cse_namer(void *data, const ch_sym *s)
@@ -437,6 +531,7 @@ int main(void)
     RUN(test_prefix);
     RUN(test_examples);
     RUN(test_injection);
+    RUN(test_integrals);
     if (!check_failed && !getenv("CHETAEV_KEEP_EMIT")) sh("rm -rf '%s'", tmpdir, "");
     else fprintf(stderr, "emitted files kept in %s\n", tmpdir);
     return check_summary("emit");

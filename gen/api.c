@@ -1,0 +1,362 @@
+/* api.c — the public library API (chetaev.h) over the internal modules.
+ *
+ * A ch_problem owns a context with the model and its derivation. A
+ * ch_system owns one ch_compiled (compile.h: the path `chetaev run` takes)
+ * plus the caller-visible time, state and parameters and the integrator's
+ * work space; it keeps no pointer into the problem. */
+#define _POSIX_C_SOURCE 200809L
+#include "chetaev.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "derive.h"
+#include "emit_c.h"
+#include "model.h"
+#include "../runtime/integrate.h"
+
+/* The public codes are the internal ones under other names. */
+_Static_assert(CH_E_MODEL == (int)CH_ERR_MODEL && CH_E_USAGE == (int)CH_ERR_USAGE
+                   && CH_E_NUMERIC == (int)CH_ERR_NUMERIC
+                   && CH_E_LIMIT == (int)CH_ERR_LIMIT
+                   && CH_E_MEMORY == (int)CH_ERR_MEMORY && CH_E_IO == (int)CH_ERR_IO
+                   && CH_E_MATH == (int)CH_ERR_MATH,
+               "ch_err codes must equal ch_status");
+
+struct ch_problem {
+    ch_ctx *ctx;
+    ch_model *model;
+    ch_derivation *der;
+    char *file; /* the model keeps a pointer to it */
+};
+
+struct ch_system {
+    ch_compiled *c;
+    const chrt_system *sys; /* &c->sys */
+    double t;
+    double *x, *p;      /* nx, np */
+    double *q, *qt;     /* nq each: scratch for state_from */
+    chrt_stepper st;    /* 6*nx doubles */
+};
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static void export_error(ch_err *out, const ch_error *in)
+{
+    if (!out) return;
+    out->code = (int)in->code;
+    out->line = in->line;
+    out->col = in->col;
+    snprintf(out->file, sizeof out->file, "%s", in->file ? in->file : "");
+    snprintf(out->msg, sizeof out->msg, "%s", in->msg);
+}
+
+/* Sets a public error directly; returns code. */
+static int fail(ch_err *err, int code, const char *fmt, const char *arg)
+{
+    ch_error e;
+    ch_error_clear(&e);
+    ch_error_set(&e, (ch_status)code, NULL, 0, 0, fmt, arg);
+    export_error(err, &e);
+    return code;
+}
+
+void ch_err_format(const ch_err *err, char *buf, size_t size)
+{
+    ch_error e;
+    ch_error_clear(&e);
+    e.code = (ch_status)err->code;
+    e.file = err->file[0] ? err->file : NULL;
+    e.line = err->line;
+    e.col = err->col;
+    snprintf(e.msg, sizeof e.msg, "%s", err->msg);
+    ch_error_format(&e, buf, (unsigned long)size);
+}
+
+/* ---- models ------------------------------------------------------------------ */
+
+/* Parses (text != NULL) or loads the file, then derives. */
+static ch_problem *problem_new(const char *file, const char *text, size_t len,
+                               ch_err *err)
+{
+    ch_error e;
+    ch_error_clear(&e);
+    ch_problem *pb = calloc(1, sizeof *pb);
+    if (pb) pb->file = strdup(file);
+    if (pb && pb->file) pb->ctx = ch_ctx_new();
+    if (!pb || !pb->file || !pb->ctx) {
+        ch_problem_free(pb);
+        fail(err, CH_E_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    int rc = text ? ch_model_parse(pb->ctx, pb->file, text, len, &pb->model, &e)
+                  : ch_model_load(pb->ctx, pb->file, &pb->model, &e);
+    if (!rc) rc = ch_derive(pb->ctx, pb->model, &pb->der, &e);
+    if (rc) {
+        export_error(err, &e);
+        ch_problem_free(pb);
+        return NULL;
+    }
+    return pb;
+}
+
+ch_problem *ch_problem_load(const char *path, ch_err *err)
+{
+    return problem_new(path, NULL, 0, err);
+}
+
+ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
+                             ch_err *err)
+{
+    return problem_new(name ? name : "model", text, len, err);
+}
+
+void ch_problem_free(ch_problem *pb)
+{
+    if (!pb) return;
+    if (pb->ctx) ch_ctx_free(pb->ctx);
+    free(pb->file);
+    free(pb);
+}
+
+const char *ch_problem_name(const ch_problem *pb)
+{
+    return pb->model->name;
+}
+
+/* ---- compiled systems --------------------------------------------------------- */
+
+ch_system *ch_system_compile(const ch_problem *pb, const char *form,
+                             const char *compiler, ch_err *err)
+{
+    int f = ch_form_parse(form ? form : "reduced");
+    if (f < 0) {
+        fail(err, CH_E_USAGE, "unknown form '%s' (full, reduced, hamilton)", form);
+        return NULL;
+    }
+    ch_compiler cc = CH_COMPILER_TCC;
+    if (compiler && !strcmp(compiler, "cc"))
+        cc = CH_COMPILER_CC;
+    else if (compiler && strcmp(compiler, "tcc")) {
+        fail(err, CH_E_USAGE, "unknown compiler '%s' (tcc, cc)", compiler);
+        return NULL;
+    }
+    ch_system *s = calloc(1, sizeof *s);
+    if (!s) {
+        fail(err, CH_E_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    ch_error e;
+    ch_error_clear(&e);
+    if (ch_compile_form(pb->ctx, pb->der, (ch_form)f, NULL, cc, &s->c, &e)) {
+        export_error(err, &e);
+        ch_system_free(s);
+        return NULL;
+    }
+    const chrt_system *sys = s->sys = &s->c->sys;
+    /* calloc(0) may return NULL: allocate at least one of each. */
+    size_t nx = (size_t)sys->nx + 1, np = (size_t)sys->np + 1, nq = (size_t)sys->nq + 1;
+    s->x = calloc(nx, sizeof *s->x);
+    s->p = calloc(np, sizeof *s->p);
+    s->q = calloc(nq, sizeof *s->q);
+    s->qt = calloc(nq, sizeof *s->qt);
+    s->st.nx = sys->nx;
+    s->st.work = calloc(6 * nx, sizeof *s->st.work);
+    if (!s->x || !s->p || !s->q || !s->qt || !s->st.work) {
+        ch_system_free(s);
+        fail(err, CH_E_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    if (sys->np) memcpy(s->p, sys->param_defaults, (size_t)sys->np * sizeof *s->p);
+    sys->initial(s->x);
+    return s;
+}
+
+void ch_system_free(ch_system *s)
+{
+    if (!s) return;
+    ch_compiled_free(s->c);
+    free(s->x);
+    free(s->p);
+    free(s->q);
+    free(s->qt);
+    free(s->st.work);
+    free(s);
+}
+
+const char *ch_system_prefix(const ch_system *s) { return s->sys->name; }
+int ch_system_nx(const ch_system *s) { return s->sys->nx; }
+int ch_system_nq(const ch_system *s) { return s->sys->nq; }
+int ch_system_np(const ch_system *s) { return s->sys->np; }
+
+const char *ch_system_state_name(const ch_system *s, int i)
+{
+    return i >= 0 && i < s->sys->nx ? s->sys->state_names[i] : NULL;
+}
+
+const char *ch_system_param_name(const ch_system *s, int i)
+{
+    return i >= 0 && i < s->sys->np ? s->sys->param_names[i] : NULL;
+}
+
+double ch_system_param_default(const ch_system *s, int i)
+{
+    return i >= 0 && i < s->sys->np ? s->sys->param_defaults[i] : NAN;
+}
+
+static int find(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return i;
+    return -1;
+}
+
+int ch_system_state_index(const ch_system *s, const char *name)
+{
+    return find(s->sys->state_names, s->sys->nx, name);
+}
+
+int ch_system_param_index(const ch_system *s, const char *name)
+{
+    return s->sys->np ? find(s->sys->param_names, s->sys->np, name) : -1;
+}
+
+ch_rhs_fn ch_system_rhs(const ch_system *s) { return s->sys->rhs; }
+ch_energy_fn ch_system_energy_fn(const ch_system *s) { return s->sys->energy; }
+
+/* ---- parameters ------------------------------------------------------------------ */
+
+const double *ch_system_params(const ch_system *s) { return s->p; }
+
+int ch_system_set_param(ch_system *s, const char *name, double value,
+                        ch_err *err)
+{
+    int i = ch_system_param_index(s, name);
+    if (i < 0) return fail(err, CH_E_USAGE, "'%s' is not a parameter", name);
+    s->p[i] = value;
+    return 0;
+}
+
+/* ---- state ------------------------------------------------------------------------ */
+
+double ch_system_time(const ch_system *s) { return s->t; }
+const double *ch_system_state(const ch_system *s) { return s->x; }
+
+/* x from s->q, s->qt at time t under the current parameters. */
+static int state_from(ch_system *s, double t, double *x, ch_err *err)
+{
+    if (s->sys->state_from(t, s->q, s->qt, s->p, x))
+        return fail(err, CH_E_NUMERIC,
+                    "no state of %s for these coordinates and velocities "
+                    "(singular)", s->sys->name);
+    return 0;
+}
+
+int ch_system_reset(ch_system *s, ch_err *err)
+{
+    const chrt_system *sys = s->sys;
+    sys->initial(s->x);
+    s->t = 0;
+    if (sys->np == 0 || !memcmp(s->p, sys->param_defaults, (size_t)sys->np * sizeof *s->p))
+        return 0;
+    /* The model's coordinates and velocities as initial() saw them (with
+     * the defaults), mapped to the form's state under the current ones. */
+    memcpy(s->q, s->x, (size_t)sys->nq * sizeof *s->q);
+    if (sys->velocities(0, s->x, sys->param_defaults, s->qt))
+        return fail(err, CH_E_NUMERIC, "%s",
+                    "the velocities of the model's initial state are singular");
+    return state_from(s, 0, s->x, err);
+}
+
+int ch_system_set_state(ch_system *s, const char *name, double value,
+                        ch_err *err)
+{
+    const chrt_system *sys = s->sys;
+    size_t len = strlen(name);
+    int k = find(sys->state_names, sys->nq, name), vel = 0;
+    if (k < 0 && len > 1 && name[len - 1] == '\'') {
+        for (int i = 0; i < sys->nq && k < 0; i++)
+            if (strlen(sys->state_names[i]) == len - 1
+                && !strncmp(sys->state_names[i], name, len - 1))
+                k = i;
+        vel = k >= 0;
+    }
+    if (k < 0) {
+        int i = ch_system_state_index(s, name);
+        if (i < 0) return fail(err, CH_E_USAGE, "'%s' is not a state variable", name);
+        s->x[i] = value;
+        return 0;
+    }
+    memcpy(s->q, s->x, (size_t)sys->nq * sizeof *s->q);
+    if (sys->velocities(s->t, s->x, s->p, s->qt))
+        return fail(err, CH_E_NUMERIC, "%s", "the velocities of the current state are singular");
+    (vel ? s->qt : s->q)[k] = value;
+    double *x = s->st.work; /* keep the state when state_from fails */
+    if (state_from(s, s->t, x, err)) return CH_E_NUMERIC;
+    memcpy(s->x, x, (size_t)sys->nx * sizeof *s->x);
+    return 0;
+}
+
+int ch_system_set_state_vector(ch_system *s, double t, const double *x,
+                               ch_err *err)
+{
+    if (!isfinite(t)) return fail(err, CH_E_USAGE, "%s", "the time is not finite");
+    s->t = t;
+    memcpy(s->x, x, (size_t)s->sys->nx * sizeof *s->x);
+    return 0;
+}
+
+int ch_system_velocities(const ch_system *s, double *qt, ch_err *err)
+{
+    if (s->sys->velocities(s->t, s->x, s->p, qt))
+        return fail(err, CH_E_NUMERIC, "%s", "the velocities are singular at this state");
+    return 0;
+}
+
+double ch_system_energy(const ch_system *s)
+{
+    return s->sys->energy(s->t, s->x, s->p);
+}
+
+/* ---- integration ------------------------------------------------------------------ */
+
+/* Above this many steps a call is taken for a mistake (as in the runtime). */
+#define MAX_STEPS 1e9
+
+int ch_system_integrate(ch_system *s, double t1, const char *method,
+                        double dt, ch_err *err)
+{
+    int m = chrt_method_parse(method ? method : "rk4");
+    if (m < 0)
+        return fail(err, CH_E_USAGE, "unknown method '%s' (euler, midpoint, rk4)", method);
+    if (!(isfinite(dt) && dt > 0))
+        return fail(err, CH_E_USAGE, "%s", "dt must be a positive finite number");
+    if (!(isfinite(t1) && t1 >= s->t))
+        return fail(err, CH_E_USAGE, "%s", "t1 must be finite and not before the current time");
+    double t0 = s->t, r = (t1 - t0) / dt;
+    if (r > MAX_STEPS)
+        return fail(err, CH_E_USAGE, "%s", "(t1 - t)/dt asks for more than 1e9 steps");
+    double nr = ceil(r - 1e-9 * (r > 1 ? r : 1));
+    long n = nr > 0 ? (long)nr : 0;
+    for (long k = 0; k < n; k++) {
+        double tn = k + 1 < n ? t0 + (double)(k + 1) * dt : t1;
+        int rc = chrt_step(&s->st, (chrt_method)m, s->sys->rhs, s->t, tn - s->t,
+                           s->x, s->p);
+        if (rc) {
+            ch_error e;
+            ch_error_clear(&e);
+            ch_error_set(&e, CH_ERR_NUMERIC, NULL, 0, 0,
+                         "numerical failure at t = %.17g (step %ld): %s", s->t,
+                         k + 1, rc == 1 ? "the right-hand side is singular"
+                                        : "the new state is not finite");
+            export_error(err, &e);
+            return CH_E_NUMERIC;
+        }
+        s->t = tn;
+    }
+    if (n == 0) s->t = t1; /* t1 within 1e-9 steps of t: already there */
+    return 0;
+}

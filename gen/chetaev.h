@@ -1,0 +1,157 @@
+/* chetaev.h — the public library API of chetaev.
+ *
+ * Load a model (*.nh, SPEC §1) from a file or a string, which parses and
+ * derives it; compile one form of its equations of motion in process
+ * (libtcc in memory, or the system compiler); then evaluate the right-hand
+ * side (SPEC §4 signature) directly, or let the compiled system integrate
+ * with a fixed step while it keeps the current time, state and parameters,
+ * so that a caller can step, change a parameter and step again without
+ * recompiling.
+ *
+ * Conventions: every type is opaque and every name starts with ch_. A
+ * function that can fail returns 0 (or a non-NULL pointer) on success and
+ * otherwise fills the ch_err the caller passed (which may be NULL); the
+ * library never prints and never exits. Forms, compilers and integration
+ * methods are named by the strings of the command line ("full", "reduced",
+ * "hamilton"; "tcc", "cc"; "euler", "midpoint", "rk4"); NULL picks the
+ * default ("reduced", "tcc", "rk4").
+ *
+ * Lifetimes: a ch_system does not depend on the ch_problem it was compiled
+ * from (either can be freed first). Names and function pointers obtained
+ * from a ch_system stay valid until ch_system_free. Objects are not
+ * thread-safe, but separate objects can be used from separate threads. */
+#ifndef CHETAEV_H
+#define CHETAEV_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes; the exit codes of SPEC §2 are 1 (model), 2 (usage) and
+ * 3 (numeric); the others are reported as 1 by the command line. */
+enum {
+    CH_E_OK = 0,
+    CH_E_MODEL = 1,   /* invalid model, or the form does not exist for it */
+    CH_E_USAGE = 2,   /* bad argument: unknown name, form, method, dt ... */
+    CH_E_NUMERIC = 3, /* singular right-hand side or non-finite state */
+    CH_E_LIMIT = 4,   /* a resource limit of the parser or deriver */
+    CH_E_MEMORY = 5,
+    CH_E_IO = 6,      /* a file could not be read */
+    CH_E_MATH = 7     /* undefined operation while deriving (1/0, ...) */
+};
+
+typedef struct ch_err {
+    int code;        /* CH_E_* */
+    int line, col;   /* 1-based position in the model, 0 when none */
+    char file[256];  /* the model's file name, empty when none */
+    char msg[512];
+} ch_err;
+
+/* "FILE:LINE:COL: error: MSG" (parts without value omitted) into buf. */
+void ch_err_format(const ch_err *err, char *buf, size_t size);
+
+/* A parsed and derived model. */
+typedef struct ch_problem ch_problem;
+
+/* A compiled form with its current time, state and parameters. */
+typedef struct ch_system ch_system;
+
+/* The right-hand side of SPEC §4: dxdt from (t, x, p); 0, or nonzero where
+ * the system is singular. Pure: it can be called on any state. */
+typedef int (*ch_rhs_fn)(double t, const double *x, const double *p,
+                         double *dxdt);
+/* The energy at a state (HUGE_VAL when the velocities cannot be
+ * reconstructed). */
+typedef double (*ch_energy_fn)(double t, const double *x, const double *p);
+
+/* ---- models ----------------------------------------------------------- */
+
+ch_problem *ch_problem_load(const char *path, ch_err *err);
+/* name is used in error messages and as the default model name (its stem,
+ * as for a file); NULL means "model". */
+ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
+                             ch_err *err);
+void ch_problem_free(ch_problem *pb);
+const char *ch_problem_name(const ch_problem *pb);
+
+/* ---- compiled systems --------------------------------------------------- */
+
+/* Compiles a form. The new system's parameters are the defaults and its
+ * state is the model's initial state at t = 0. */
+ch_system *ch_system_compile(const ch_problem *pb, const char *form,
+                             const char *compiler, ch_err *err);
+void ch_system_free(ch_system *s);
+
+/* The C prefix of the compiled symbols (MODEL_FORM). */
+const char *ch_system_prefix(const ch_system *s);
+/* State size (nx), coordinates (nq: the state's first nq entries),
+ * parameters (np). */
+int ch_system_nx(const ch_system *s);
+int ch_system_nq(const ch_system *s);
+int ch_system_np(const ch_system *s);
+/* Names: "x" (coordinate), "x'" (velocity) or "y_x" (momentum) for the
+ * state; parameters in declared order. NULL when i is out of range. */
+const char *ch_system_state_name(const ch_system *s, int i);
+const char *ch_system_param_name(const ch_system *s, int i);
+/* The model's default value of parameter i (NaN when out of range). */
+double ch_system_param_default(const ch_system *s, int i);
+/* Index of a state variable or parameter, -1 when there is none. */
+int ch_system_state_index(const ch_system *s, const char *name);
+int ch_system_param_index(const ch_system *s, const char *name);
+
+/* The compiled functions (valid until ch_system_free). */
+ch_rhs_fn ch_system_rhs(const ch_system *s);
+ch_energy_fn ch_system_energy_fn(const ch_system *s);
+
+/* ---- parameters --------------------------------------------------------- */
+
+/* The current parameters (np values, valid until ch_system_free). */
+const double *ch_system_params(const ch_system *s);
+/* Sets one parameter; takes effect at the next evaluation, no recompiling.
+ * The state is left as it is (call ch_system_reset to recompute the
+ * model's initial state under the new parameters). */
+int ch_system_set_param(ch_system *s, const char *name, double value,
+                        ch_err *err);
+
+/* ---- state ---------------------------------------------------------------- */
+
+double ch_system_time(const ch_system *s);
+/* The current state (nx values, valid until ch_system_free). */
+const double *ch_system_state(const ch_system *s);
+/* t = 0 and the model's initial state (coordinates and velocities of the
+ * `initial` statement) under the current parameters: dependent velocities
+ * and momenta follow the parameters, as with `run --set`. */
+int ch_system_reset(ch_system *s, ch_err *err);
+/* Sets one value of the current state by name, as `run --init` does: a
+ * coordinate "x" or a velocity "x'" keeps the other coordinates and
+ * velocities and recomputes the form's state from them (dependent
+ * velocities follow the constraints: read them back with
+ * ch_system_velocities); any other state name ("y_x") is set directly. */
+int ch_system_set_state(ch_system *s, const char *name, double value,
+                        ch_err *err);
+/* Replaces time and state (nx values) as they are. */
+int ch_system_set_state_vector(ch_system *s, double t, const double *x,
+                               ch_err *err);
+
+/* All nq velocities at the current state into qt. */
+int ch_system_velocities(const ch_system *s, double *qt, ch_err *err);
+/* The energy at the current state and parameters. */
+double ch_system_energy(const ch_system *s);
+
+/* ---- integration -------------------------------------------------------- */
+
+/* Integrates from the current time to t1 >= time with fixed steps of dt
+ * (runtime/integrate.h): ceil((t1 - t)/dt) steps on the grid t + k*dt,
+ * the last one ending exactly at t1, as `chetaev run` does from t = 0.
+ * On a numerical failure (CH_E_NUMERIC, message with t and the step) the
+ * time and state are those before the failing step. */
+int ch_system_integrate(ch_system *s, double t1, const char *method,
+                        double dt, ch_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
