@@ -26,6 +26,15 @@ import time
 
 FORMS = ("full", "reduced", "hamilton")
 
+# End time of the forms comparison and the energy check (at most 2). The
+# Appell-Hamel particle (and its exp_constraint variant) brakes at the
+# constant rate g c/(1 + c^2) (see check_appell_hamel): its horizontal
+# speed reaches 0 at
+# t* = (1 + c^2)|v0|/(g c) = 0.2548 with the defaults, where the constraint
+# z' = c |v| is not differentiable and the motion stops being defined. The
+# forms and the energy are compared before t*, at 0.2.
+FORMS_T1 = {"appell_hamel": 0.2, "exp_constraint": 0.2}
+
 
 class Suite:
     """Counts and prints checks; a check is a condition plus its evidence."""
@@ -120,12 +129,14 @@ def check_forms_agree(suite, ch, models, forms):
     worst_all = 0.0
     for name in models:
         fs = forms[name]
+        t1 = FORMS_T1.get(name, 1.0)
         suite.check("full" in fs and "reduced" in fs, "forms-exist %s" % name,
                     "forms: %s" % ",".join(fs))
         finals = {}
         for form in fs:
             rc, out, err = ch.run(name, "--form", form, "--method", "rk4",
-                                  "--dt", "1e-4", "--t1", "1", "--every", "10000")
+                                  "--dt", "1e-4", "--t1", repr(t1),
+                                  "--every", str(int(round(t1 / 1e-4))))
             if not suite.check(rc == 0, "forms-run %s %s" % (name, form),
                                "exit %d %s" % (rc, err.strip()[:200])):
                 continue
@@ -141,7 +152,7 @@ def check_forms_agree(suite, ch, models, forms):
                 suite.check(False, "forms-header %s %s" % (name, form),
                             "%s vs %s" % (h, rh))
                 continue
-            if v[0] != 1.0:
+            if v[0] != t1:
                 suite.check(False, "forms-t1 %s %s" % (name, form),
                             "last row at t = %r" % v[0])
             for i in range(1, len(v)):
@@ -151,8 +162,8 @@ def check_forms_agree(suite, ch, models, forms):
                         form, h[i], v[i], ref_form, rv[i])
         worst_all = max(worst_all, worst)
         suite.check(worst < 1e-8, "forms-agree %s" % name,
-                    "forms %s, max |diff|/(1+|v|) at t=1 = %.3g %s"
-                    % (",".join(sorted(finals)), worst, where if worst >= 1e-8 else ""))
+                    "forms %s, max |diff|/(1+|v|) at t=%g = %.3g %s"
+                    % (",".join(sorted(finals)), t1, worst, where if worst >= 1e-8 else ""))
     print("info forms-agree: largest scaled difference over all models %.3g"
           % worst_all)
 
@@ -249,6 +260,31 @@ def check_vertical_disk(suite, ch, forms):
                            abs(yi - (y[0] - rho * (math.cos(p) - math.cos(ph[0])))))
         suite.check(traj_dev < 1e-9, "disk-closed-form %s" % form,
                     "max |state - closed form| over t in [0,10] %.3g" % traj_dev)
+
+
+def check_appell_hamel(suite, ch, forms):
+    """z' = c |v|: by symmetry the horizontal velocity keeps its direction,
+    and E = m/2 (1 + c^2)|v|^2 + m g z conserved with z' = c |v| gives
+    d|v|/dt = -g c/(1 + c^2): |v| falls linearly until t* (FORMS_T1)."""
+    g, c = 9.81, 0.5
+    for name in ("appell_hamel", "exp_constraint"):
+        for form in forms[name]:
+            rc, out, err = ch.run(name, "--form", form, "--set", "g=9.81",
+                                  "--set", "c=0.5", "--dt", "1e-3", "--t1", "0.2",
+                                  "--every", "10")
+            if not suite.check(rc == 0, "appell-run %s %s" % (name, form),
+                               err.strip()[:200]):
+                continue
+            h, rows = parse_csv(out)
+            v0 = math.hypot(rows[0][h.index("x'")], rows[0][h.index("y'")])
+            dev = 0.0
+            for r in rows:
+                v = math.hypot(r[h.index("x'")], r[h.index("y'")])
+                dev = max(dev, abs(v - (v0 - g * c / (1 + c * c) * r[0])),
+                          abs(r[h.index("z'")] - c * v))
+            suite.check(dev < 1e-9, "appell-braking %s %s" % (name, form),
+                        "max | |v| - (|v0| - g c t/(1+c^2)) |, |z' - c|v|| "
+                        "over t in [0,0.2] %.3g" % dev)
 
 
 def sleigh_body(u, om, m, J, a, t1, dt):
@@ -374,9 +410,10 @@ def check_energy(suite, ch, models, forms):
         verdict = ch.derive_json(name, ["energy_conserved"])["energy_conserved"]
         if verdict is not True and name != "pars_affine":
             continue
+        t1 = min(2.0, FORMS_T1.get(name, 2.0))
         for form in forms[name]:
             rc, out, err = ch.run(name, "--form", form, "--method", "rk4",
-                                  "--dt", "1e-3", "--t1", "2", "--every", "20")
+                                  "--dt", "1e-3", "--t1", repr(t1), "--every", "20")
             if not suite.check(rc == 0, "energy-run %s %s" % (name, form),
                                err.strip()[:200]):
                 continue
@@ -386,8 +423,8 @@ def check_energy(suite, ch, models, forms):
             if verdict is True:
                 suite.check(drift < 1e-7 * abs(E[0]) + 1e-9,
                             "energy-conserved %s %s" % (name, form),
-                            "E0 = %.10g, max |E - E0| over t in [0,2] %.3g (rel %.3g)"
-                            % (E[0], drift, drift / max(abs(E[0]), 1e-300)))
+                            "E0 = %.10g, max |E - E0| over t in [0,%g] %.3g (rel %.3g)"
+                            % (E[0], t1, drift, drift / max(abs(E[0]), 1e-300)))
             else:
                 suite.check(verdict is False and drift > 1e-3,
                             "energy-changes %s %s" % (name, form),
@@ -410,10 +447,17 @@ def check_convergence(suite, ch):
     """Error at dt and dt/2 against a reference with the same method at
     dt/16. With e(h) = C h^p the ratio is (1 - 16^-p)/(2^-p - 16^-p):
     euler 2.14, midpoint 4.06, rk4 16.0. Steps are powers of 2."""
-    plan = {"euler": (2.0 ** -9, 1.7, 2.6), "midpoint": (2.0 ** -6, 3.0, 5.0),
-            "rk4": (2.0 ** -4, 12.0, 20.0)}
-    for name in ("double_pendulum", "knife_edge"):
-        for method, (dt, lo, hi) in plan.items():
+    want = {"euler": (1.7, 2.6), "midpoint": (3.0, 5.0), "rk4": (12.0, 20.0)}
+    # The double pendulum released from a1 = pi/2 is violent: its rk4 ratio
+    # is 39, 9.7, 13.4, 14.8, 15.4 at dt = 2^-4 .. 2^-8, so its steps are
+    # smaller (asymptotic regime).
+    plan = {"double_pendulum": {"euler": 2.0 ** -10, "midpoint": 2.0 ** -8,
+                                "rk4": 2.0 ** -8},
+            "knife_edge": {"euler": 2.0 ** -9, "midpoint": 2.0 ** -6,
+                           "rk4": 2.0 ** -5}}
+    for name, steps in plan.items():
+        for method, dt in steps.items():
+            lo, hi = want[method]
             try:
                 ref = final_state(ch, name, method, dt / 16, 1.0)
                 e1 = max(abs(a - b) for a, b in zip(final_state(ch, name, method, dt, 1.0), ref))
@@ -434,7 +478,7 @@ def check_projection(suite, ch):
     for name in ("knife_edge", "vertical_disk", "pendulum_xy"):
         res = {}
         for proj in (False, True):
-            args = ["--form", "full", "--method", "rk4", "--dt", "2e-2", "--t1", "2"]
+            args = ["--form", "full", "--method", "euler", "--dt", "1e-2", "--t1", "2"]
             rc, out, err = ch.run(name, *(args + (["--project"] if proj else [])))
             if not suite.check(rc == 0, "project-run %s %s" % (name, proj),
                                err.strip()[:200]):
@@ -448,9 +492,17 @@ def check_projection(suite, ch):
             if name == "pendulum_xy":  # position level too, for the record
                 print("info project %s project=%s: max |x^2 + y^2 - l^2| = %.3g" % (
                     name, proj, max(abs(r[1] ** 2 + r[2] ** 2 - 1) for r in rows)))
+        # rk4, for the record: its drift is small but not round-off.
+        rc, out, _ = ch.run(name, "--form", "full", "--method", "rk4", "--dt", "2e-2",
+                            "--t1", "2")
+        if rc == 0:
+            h, rows = parse_csv(out)
+            cols = [h.index(c) for c in h if c.startswith("phi") and c[3:].isdigit()]
+            print("info drift %s rk4 dt 0.02 t1 2 without --project: max |phi| = %.3g"
+                  % (name, max(abs(r[i]) for r in rows for i in cols)))
         if len(res) == 2:
-            suite.check(res[False] > 1e-12, "drift-without-project %s" % name,
-                        "rk4 dt 0.02 t1 2: max |phi| = %.3g" % res[False])
+            suite.check(res[False] > 1e-6, "drift-without-project %s" % name,
+                        "euler dt 0.01 t1 2: max |phi| = %.3g" % res[False])
             suite.check(res[True] < 1e-12, "project-keeps %s" % name,
                         "with --project: max |phi| = %.3g" % res[True])
 
@@ -471,6 +523,7 @@ def main():
                      lambda: check_tcc_cc(suite, ch, models, forms),
                      lambda: check_driver(suite, ch, models, forms),
                      lambda: check_vertical_disk(suite, ch, forms),
+                     lambda: check_appell_hamel(suite, ch, forms),
                      lambda: check_sleigh(suite, ch, forms),
                      lambda: check_pendulum(suite, ch, forms),
                      lambda: check_energy(suite, ch, models, forms),
