@@ -221,22 +221,46 @@ static void fun_vel(emitter *e)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
         ch_buf_put(b, "    return 0;\n}\n\n");
     } else {
-        /* Implicit alpha: Newton on phi(v_dep) = 0 with the dependent block
-         * of G, from the entries already in v. */
-        ch_buf_printf(b, "    double o[%zu], w[%zu];\n    int piv[%zu], it, i;\n"
-                         "    for (it = 0; it < 60; it++) {\n"
-                         "        double step = 0.0, size = 0.0;\n"
+        /* Implicit alpha: damped Newton on phi(v_dep) = 0 with the
+         * dependent block of G, from the entries already in v. The step
+         * is halved until |phi| decreases: a full step from a poor start
+         * can overshoot by orders of magnitude (exp(z' - a) - 1 from 0
+         * jumps to e^a). */
+        ch_buf_printf(b, "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, lam, step, size;\n"
+                         "    int piv[%zu], it, i;\n"
+                         "    for (it = 0; it < 100; it++) {\n"
                          "        kn_con(t, x, p, v, o);\n"
-                         "        for (i = 0; i < %zu; i++)\n"
-                         "            if (!(o[i] == o[i]) || fabs(o[i]) > 1e300) return 1;\n"
+                         "        for (r0 = 0.0, i = 0; i < %zu; i++) r0 += fabs(o[i]);\n"
+                         "        if (!(r0 == r0) || r0 > 1e300) return 1;\n"
                          "        if (la_solve(%zu, 1, o + %zu, o, 0, w, piv)) return 1;\n",
-                      k + k * k, k * k + 1, k + 1, k, k, k);
+                      k + k * k, k * k + 1, k, k, k + 1, k, k, k);
         for (size_t nu = 0; nu < k; nu++)
-            ch_buf_printf(b, "        v[%d] -= o[%zu];\n"
-                             "        step += fabs(o[%zu]);\n        size += fabs(v[%d]);\n",
-                          mf->dep[nu], nu, nu, mf->dep[nu]);
-        ch_buf_put(b, "        if (step <= 1e-13 * (1.0 + size)) return 0;\n"
-                      "    }\n    return 1;\n}\n\n");
+            ch_buf_printf(b, "        d[%zu] = o[%zu];\n        s[%zu] = v[%d];\n",
+                          nu, nu, nu, mf->dep[nu]);
+        ch_buf_put(b, "        for (lam = 1.0;; lam *= 0.5) {\n");
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(b, "            v[%d] = s[%zu] - lam * d[%zu];\n", mf->dep[nu], nu, nu);
+        ch_buf_printf(b, "            kn_con(t, x, p, v, o);\n"
+                         "            for (r1 = 0.0, i = 0; i < %zu; i++) r1 += fabs(o[i]);\n"
+                         "            if (r1 == r1 && r1 <= (1.0 - 1e-4 * lam) * r0) break;\n"
+                         "            if (lam < 1e-12) {\n"
+                         "                /* no decrease at any step: converged to round-off\n"
+                         "                 * or stuck */\n", k);
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(b, "                v[%d] = s[%zu];\n", mf->dep[nu], nu);
+        ch_buf_put(b, "                size = 1.0;\n");
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(b, "                size += fabs(s[%zu]);\n", nu);
+        ch_buf_put(b, "                return r0 <= 1e-12 * size ? 0 : 1;\n"
+                      "            }\n"
+                      "        }\n"
+                      "        for (step = 0.0, size = 1.0, i = 0; i < ");
+        ch_buf_printf(b, "%zu; i++) {\n"
+                         "            step += fabs(lam * d[i]);\n"
+                         "            size += fabs(s[i]);\n"
+                         "        }\n"
+                         "        if (step <= 1e-13 * size) return 0;\n"
+                         "    }\n    return 1;\n}\n\n", k);
     }
     ch_buf_put(b, "/* All n velocities of the state x. */\n"
                   "static int kn_vel(double t, const double *x, const double *p, double *v)\n{\n");
