@@ -828,11 +828,33 @@ static int st_initial(mbuild *b, const ch_token *kw)
     return for_items(b, initial_item_fn);
 }
 
+/* An integral becomes a CSV column of `run` (SPEC §2) beside E, phiN,
+ * lambdaN, R_COORD and y_COORD: its name must not collide with those. */
+static int csv_column_name(const char *s)
+{
+    size_t digits;
+    if (strcmp(s, "E") == 0 || strncmp(s, "R_", 2) == 0 || strncmp(s, "y_", 2) == 0)
+        return 1;
+    if (strncmp(s, "phi", 3) == 0) s += 3;
+    else if (strncmp(s, "lambda", 6) == 0) s += 6;
+    else return 0;
+    digits = strspn(s, "0123456789");
+    return digits > 0 && s[digits] == 0;
+}
+
 static int st_integral(mbuild *b, const ch_token *kw)
 {
     (void)kw;
     ch_token t;
-    if (name_equals(b, &t, "an integral name")) return -1;
+    char name[NAME_BUF];
+    if (expect_name(b, &t, "an integral name")) return -1;
+    tok_name(&t, name);
+    if (csv_column_name(name))
+        return ch_parse_fail(&b->p, &t, CH_ERR_MODEL,
+                             "integral name '%s' collides with a CSV column "
+                             "of run (E, phiN, lambdaN, R_q, y_q)", name);
+    if (check_new_name(b, &t) || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
+        return -1;
     const ch_expr *v = parse_expr_as(b, R_ANY, NULL);
     entry *e = v ? declare(b, &t, N_INTEGRAL) : NULL;
     ch_named_expr *it = e ? vec_push(b, &b->integrals, sizeof *it) : NULL;
