@@ -39,7 +39,8 @@
  *          reduced:  lambda1..lambdak, R_q (n)
  *          hamilton: y_q (m), lambda1..lambdak, R_q (n)
  *          (lambda and R from the full KKT system at the reconstructed
- *          velocities; nothing when k = 0 except hamilton's y columns)
+ *          velocities; nothing when k = 0 except hamilton's y columns),
+ *          then in every form the declared integrals, in declared order
  *   int    PREFIX_project(t, x, p)          full form: three steps of
  *          v -= M^-1 G^T (G M^-1 G^T)^-1 phi(v); other forms: no-op, 0.
  * State order: q, then q' (full), q'_indep (reduced) or y* (hamilton), in
