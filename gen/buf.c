@@ -113,3 +113,13 @@ char *ch_buf_take(ch_buf *b)
     ch_buf_init(b);
     return s;
 }
+
+void ch_str_append(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}

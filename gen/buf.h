@@ -24,6 +24,14 @@ void ch_buf_printf(ch_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Appends formatted text to the NUL-terminated string in buf[size],
+ * truncating silently (for short fixed-size messages). */
+void ch_str_append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Detaches the string (caller frees); the buffer is left empty. */
 char *ch_buf_take(ch_buf *b);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../buf.h"
 #include "../diff.h"
 #include "../matrix.h"
 #include "../print.h"
@@ -255,32 +256,16 @@ static int choose_xi(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
  * reasons
  * ====================================================================== */
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    if (used + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
 /* "(x = .., y = .., x' = ..)" of a witness point. */
 static void append_point(char *buf, size_t size, const ch_model *m,
                          const double *w)
 {
-    append(buf, size, " at (t = %.4g", w[m->t->sym->sid]);
+    ch_str_append(buf, size, " at (t = %.4g", w[m->t->sym->sid]);
     for (size_t i = 0; i < m->n; i++)
-        append(buf, size, ", %s = %.4g", m->q[i]->sym->name, w[m->q[i]->sym->sid]);
+        ch_str_append(buf, size, ", %s = %.4g", m->q[i]->sym->name, w[m->q[i]->sym->sid]);
     for (size_t i = 0; i < m->n; i++)
-        append(buf, size, ", %s' = %.4g", m->q[i]->sym->name, w[m->qt[i]->sym->sid]);
-    append(buf, size, ")");
+        ch_str_append(buf, size, ", %s' = %.4g", m->q[i]->sym->name, w[m->qt[i]->sym->sid]);
+    ch_str_append(buf, size, ")");
 }
 
 /* The verdict sentence of the rate test. */
@@ -289,18 +274,18 @@ static void append_verdict(char *buf, size_t size, ch_ctx *ctx,
 {
     const ch_zero_result *z = &q->test;
     if (z->verdict == CH_ZERO_YES) {
-        if (z->symbolic) append(buf, size, "dF/dt is identically 0");
-        else append(buf, size, "dF/dt = 0 at %d random points of the "
+        if (z->symbolic) ch_str_append(buf, size, "dF/dt is identically 0");
+        else ch_str_append(buf, size, "dF/dt = 0 at %d random points of the "
                                "constraint manifold", z->points);
     } else if (z->verdict == CH_ZERO_NO) {
         if (z->have_witness) {
-            append(buf, size, "dF/dt = %.6g", ch_eval_d(ctx, q->rate, z->witness));
+            ch_str_append(buf, size, "dF/dt = %.6g", ch_eval_d(ctx, q->rate, z->witness));
             append_point(buf, size, m, z->witness);
         } else {
-            append(buf, size, "dF/dt != 0 on the constraint manifold");
+            ch_str_append(buf, size, "dF/dt != 0 on the constraint manifold");
         }
     } else {
-        append(buf, size, "undecided (%d points of the constraint manifold)",
+        ch_str_append(buf, size, "undecided (%d points of the constraint manifold)",
                z->points);
     }
 }
@@ -352,9 +337,9 @@ static int add_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
                       ? 0 : fmax(q->test.max_abs, mx[0]);
     q->reaction_power_max = mx[1];
     char why[640] = "";
-    append(why, sizeof why, "%s", d->chet.energy_reason);
+    ch_str_append(why, sizeof why, "%s", d->chet.energy_reason);
     if (a->affine && a->xi_source && strcmp(a->xi_source, "zero"))
-        append(why, sizeof why, "; on the constraint manifold dE/dt = R.xi "
+        ch_str_append(why, sizeof why, "; on the constraint manifold dE/dt = R.xi "
                "+ Q.q' - dL/dt, largest |lambda.(G q')| = %.3g",
                q->reaction_power_max);
     q->reason = ch_ctx_strdup(ctx, why);
@@ -377,13 +362,13 @@ static int add_frame_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     decide(ctx, d, q, rxi, &pts);
     char why[640] = "";
     if (!strcmp(a->xi_source, "field"))
-        append(why, sizeof why, "xi = field %s (S xi + s = 0): ", a->xi_field);
+        ch_str_append(why, sizeof why, "xi = field %s (S xi + s = 0): ", a->xi_field);
     else if (!strcmp(a->xi_source, "zero"))
-        append(why, sizeof why, "xi = 0 (linear constraints, T_xi = E): ");
+        ch_str_append(why, sizeof why, "xi = 0 (linear constraints, T_xi = E): ");
     else
-        append(why, sizeof why, "xi = -S^T (S S^T)^-1 s (least squares): ");
+        ch_str_append(why, sizeof why, "xi = -S^T (S S^T)^-1 s (least squares): ");
     append_verdict(why, sizeof why, ctx, m, q);
-    append(why, sizeof why, "; largest |R.xi| = %.3g", q->reaction_power_max);
+    ch_str_append(why, sizeof why, "; largest |R.xi| = %.3g", q->reaction_power_max);
     q->reason = ch_ctx_strdup(ctx, why);
     return q->reason ? 0 : -1;
 }
@@ -409,15 +394,15 @@ static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
         int pts;
         decide(ctx, d, q, d->chet.R[i], &pts);
         char why[640] = "";
-        append(why, sizeof why, "%s is cyclic, dp/dt = Q_%s + R_%s: ",
+        ch_str_append(why, sizeof why, "%s is cyclic, dp/dt = Q_%s + R_%s: ",
                m->q[i]->sym->name, m->q[i]->sym->name, m->q[i]->sym->name);
         append_verdict(why, sizeof why, ctx, m, q);
         if (q->verdict == 1 && d->lag.k) {
             if (q->in_distribution == 1)
-                append(why, sizeof why, "; the constraints cannot act along %s",
+                ch_str_append(why, sizeof why, "; the constraints cannot act along %s",
                        m->q[i]->sym->name);
             else if (q->reaction_power_max >= 0)
-                append(why, sizeof why, "; R_%s = 0 on the constraint manifold "
+                ch_str_append(why, sizeof why, "; R_%s = 0 on the constraint manifold "
                        "although the constraints can act along %s (reaction "
                        "annihilator)", m->q[i]->sym->name, m->q[i]->sym->name);
         }
@@ -455,23 +440,23 @@ static int add_field(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
 
     char why[900] = "";
     append_verdict(why, sizeof why, ctx, m, q);
-    append(why, sizeof why, "; Y^TQ(L) %s", q->lie_zero == 1 ? "= 0 (L invariant along Y)"
+    ch_str_append(why, sizeof why, "; Y^TQ(L) %s", q->lie_zero == 1 ? "= 0 (L invariant along Y)"
                                          : q->lie_zero == 0 ? "!= 0" : "undecided");
-    if (q->lie_zero != 1) append(why, sizeof why, " (largest %.3g)", q->lie_max);
+    if (q->lie_zero != 1) ch_str_append(why, sizeof why, " (largest %.3g)", q->lie_max);
     if (!d->lag.k)
-        append(why, sizeof why, "; no constraints");
+        ch_str_append(why, sizeof why, "; no constraints");
     else if (q->in_distribution == 1)
-        append(why, sizeof why, "; S Y = 0: Y lies in the constraint "
+        ch_str_append(why, sizeof why, "; S Y = 0: Y lies in the constraint "
                                 "distribution, R.Y = 0 identically");
     else if (ry_zero == 1)
-        append(why, sizeof why, "; R.Y = 0 on the constraint manifold although "
+        ch_str_append(why, sizeof why, "; R.Y = 0 on the constraint manifold although "
                                 "S Y != 0: Y is a section of the reaction "
                                 "annihilator, not of the constraint distribution");
     else
-        append(why, sizeof why, "; R.Y %s on the constraint manifold (largest "
+        ch_str_append(why, sizeof why, "; R.Y %s on the constraint manifold (largest "
                "|R.Y| = %.3g)", ry_zero == 0 ? "!= 0" : "undecided",
                q->reaction_power_max);
-    if (qy_zero != 1) append(why, sizeof why, "; Q.Y != 0");
+    if (qy_zero != 1) ch_str_append(why, sizeof why, "; Q.Y != 0");
     q->reason = ch_ctx_strdup(ctx, why);
     return q->reason ? 0 : -1;
 }

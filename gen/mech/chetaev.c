@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "../buf.h"
 #include "../diff.h"
 #include "../matrix.h"
 #include "../simplify.h"
@@ -135,28 +136,12 @@ static const ch_expr *homogeneity(ch_ctx *ctx, const ch_expr *euler,
  * the energy verdict
  * ====================================================================== */
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    if (used + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
 static void append_degrees(char *buf, size_t size, const ch_chetaev *C)
 {
     for (size_t a = 0; a < C->k; a++) {
         const ch_expr *s = C->sigma[a];
         char *str = fmpq_get_str(NULL, 10, s->num);
-        append(buf, size, "%s%s", a ? ", " : "", str ? str : "?");
+        ch_str_append(buf, size, "%s%s", a ? ", " : "", str ? str : "?");
         flint_free(str);
     }
 }
@@ -165,10 +150,10 @@ static void append_degrees(char *buf, size_t size, const ch_chetaev *C)
 static void append_test(char *buf, size_t size, const ch_zero_result *z,
                         size_t k)
 {
-    if (z->symbolic) append(buf, size, " (dE/dt is identically 0)");
-    else if (k) append(buf, size, " (at %d random points on the constraint "
+    if (z->symbolic) ch_str_append(buf, size, " (dE/dt is identically 0)");
+    else if (k) ch_str_append(buf, size, " (at %d random points on the constraint "
                                   "manifold)", z->points);
-    else append(buf, size, " (at %d random states)", z->points);
+    else ch_str_append(buf, size, " (at %d random states)", z->points);
 }
 
 /* The homogeneity shortcut of THEORY §3 applies. */
@@ -200,47 +185,47 @@ static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
                                 "constraint manifold");
         C->energy_conserved = 1;
         if (mf->k) {
-            append(why, sizeof why, "constraints homogeneous of degree ");
+            ch_str_append(why, sizeof why, "constraints homogeneous of degree ");
             append_degrees(why, sizeof why, C);
-            append(why, sizeof why, " in the velocities, ");
+            ch_str_append(why, sizeof why, " in the velocities, ");
         } else {
-            append(why, sizeof why, "no constraints, ");
+            ch_str_append(why, sizeof why, "no constraints, ");
         }
-        append(why, sizeof why, "L independent of t, Q.q' = 0");
+        ch_str_append(why, sizeof why, "L independent of t, Q.q' = 0");
         if (z.verdict == CH_ZERO_YES)
             append_test(why, sizeof why, &z, mf->k);
         else
-            append(why, sizeof why, " (the test of dE/dt at random points "
+            ch_str_append(why, sizeof why, " (the test of dE/dt at random points "
                                     "was inconclusive)");
     } else if (z.verdict == CH_ZERO_YES) {
         C->energy_conserved = 1;
         /* balance = rest + reaction power: which part vanishes? */
         if (mf->k && ch_zero_test(ctx, rest, NULL, NULL, ZERO_POINTS).verdict
                          == CH_ZERO_YES)
-            append(why, sizeof why, "reaction power and dE/dt vanish");
+            ch_str_append(why, sizeof why, "reaction power and dE/dt vanish");
         else
-            append(why, sizeof why, "dE/dt = -dL/dt + Q.q' + lambda.(G q') "
+            ch_str_append(why, sizeof why, "dE/dt = -dL/dt + Q.q' + lambda.(G q') "
                                     "vanishes on motions");
         append_test(why, sizeof why, &z, mf->k);
     } else if (z.verdict == CH_ZERO_NO) {
         C->energy_conserved = 0;
-        append(why, sizeof why, "not conserved: at %s",
+        ch_str_append(why, sizeof why, "not conserved: at %s",
                mf->k ? "a point on the constraint manifold" : "a state");
         if (z.have_witness) {
             double v = ch_eval_d(ctx, C->energy_balance, z.witness);
-            append(why, sizeof why, " (t = %.6g) dE/dt = %.6g",
+            ch_str_append(why, sizeof why, " (t = %.6g) dE/dt = %.6g",
                    z.witness[m->t->sym->sid], v);
         } else {
-            append(why, sizeof why, " dE/dt != 0");
+            ch_str_append(why, sizeof why, " dE/dt != 0");
         }
     } else {
         C->energy_conserved = -1;
-        append(why, sizeof why, "could not be decided");
+        ch_str_append(why, sizeof why, "could not be decided");
         if (z.points == 0)
-            append(why, sizeof why, ": no point on the constraint manifold "
+            ch_str_append(why, sizeof why, ": no point on the constraint manifold "
                                     "was found");
         else
-            append(why, sizeof why, " (%d points on the constraint manifold)",
+            ch_str_append(why, sizeof why, " (%d points on the constraint manifold)",
                    z.points);
     }
     C->energy_reason = ch_ctx_strdup(ctx, why);
