@@ -251,27 +251,12 @@ static int sym_cmp(const ch_sym *a, const ch_sym *b)
 static const uint32_t *get_order(printer *pr, const ch_expr *e, int which);
 static int struct_cmp(printer *pr, const ch_expr *a, const ch_expr *b);
 
-static int mul_cmp(printer *pr, const ch_expr *a, const ch_expr *b)
+/* Sums and products compare pair by pair in their display order (`which`
+ * selects the order table), then by length and the numeric part. */
+static int pairs_cmp(printer *pr, const ch_expr *a, const ch_expr *b, int which)
 {
-    const uint32_t *pa = get_order(pr, a, ORD_MUL_DISPLAY);
-    const uint32_t *pb = get_order(pr, b, ORD_MUL_DISPLAY);
-    if (!pa || !pb) return 0;
-    uint32_t n = a->n < b->n ? a->n : b->n;
-    for (uint32_t k = 0; k < n; k++) {
-        const ch_pair *x = &a->pair[pa[k]], *y = &b->pair[pb[k]];
-        int r = struct_cmp(pr, x->e, y->e);
-        if (r) return r;
-        r = fmpq_cmp(x->c, y->c);
-        if (r) return sgn(r);
-    }
-    if (a->n != b->n) return a->n < b->n ? -1 : 1;
-    return sgn(fmpq_cmp(a->num, b->num));
-}
-
-static int add_cmp(printer *pr, const ch_expr *a, const ch_expr *b)
-{
-    const uint32_t *pa = get_order(pr, a, ORD_ADD_TERMS);
-    const uint32_t *pb = get_order(pr, b, ORD_ADD_TERMS);
+    const uint32_t *pa = get_order(pr, a, which);
+    const uint32_t *pb = get_order(pr, b, which);
     if (!pa || !pb) return 0;
     uint32_t n = a->n < b->n ? a->n : b->n;
     for (uint32_t k = 0; k < n; k++) {
@@ -314,8 +299,8 @@ static int struct_cmp(printer *pr, const ch_expr *a, const ch_expr *b)
         r = struct_cmp(pr, a->arg[0], b->arg[0]);
         if (!r) r = struct_cmp(pr, a->arg[1], b->arg[1]);
         break;
-    case CH_MUL: r = mul_cmp(pr, a, b); break;
-    default: r = add_cmp(pr, a, b); break;
+    case CH_MUL: r = pairs_cmp(pr, a, b, ORD_MUL_DISPLAY); break;
+    default: r = pairs_cmp(pr, a, b, ORD_ADD_TERMS); break;
     }
     pr->depth--;
     return r;
