@@ -143,26 +143,48 @@ static size_t split_commas(char *s, const char **out, size_t max)
     return n;
 }
 
+
+/* "--opt VALUE" or "--opt=VALUE" at argv[*i]; NULL value when missing.
+ * Returns 0 when argv[*i] is not opt. */
+static int opt_value(int argc, char **argv, int *i, const char *opt,
+                     const char **val)
+{
+    size_t n = strlen(opt);
+    const char *a = argv[*i];
+    if (strncmp(a, opt, n) != 0 || (a[n] != 0 && a[n] != '=')) return 0;
+    *val = a[n] == '=' ? a + n + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    return 1;
+}
+
+/* Loads and derives MODEL; on failure reports and returns the exit code. */
+static int load_derive(ch_ctx *ctx, const char *path, ch_model **m,
+                       ch_derivation **d)
+{
+    ch_error err;
+    ch_error_clear(&err);
+    if (ch_model_load(ctx, path, m, &err) || ch_derive(ctx, *m, d, &err))
+        return report(&err);
+    return 0;
+}
+
 static int cmd_derive(int argc, char **argv)
 {
     const char *path = NULL;
     ch_format fmt = CH_FORMAT_TEXT;
     char *only_arg = NULL;
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_derive, stdout);
             return 0;
-        } else if (!strcmp(a, "--format") || !strncmp(a, "--format=", 9)) {
-            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+        } else if (opt_value(argc, argv, &i, "--format", &v)) {
             if (!v) return usage_error("derive", "%s needs a value", "--format");
             if (parse_format(v, &fmt))
                 return usage_error("derive",
                                    "unknown format '%s' (text, latex, sympy, json)", v);
-        } else if (!strcmp(a, "--only") || !strncmp(a, "--only=", 7)) {
-            char *v = a[6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
+        } else if (opt_value(argc, argv, &i, "--only", &v)) {
             if (!v) return usage_error("derive", "%s needs a value", "--only");
-            only_arg = v;
+            only_arg = (char *)v; /* argv storage: split in place below */
         } else if (a[0] == '-' && a[1]) {
             return usage_error("derive", "unknown option '%s'", a);
         } else if (path) {
@@ -189,38 +211,14 @@ static int cmd_derive(int argc, char **argv)
     ch_derivation *d = NULL;
     ch_buf out;
     ch_buf_init(&out);
-    int rc = 0;
-    if (ch_model_load(ctx, path, &m, &err) || ch_derive(ctx, m, &d, &err)
-        || ch_derivation_write(&out, d, fmt, nonly, only, &err))
+    int rc = load_derive(ctx, path, &m, &d);
+    if (!rc && ch_derivation_write(&out, d, fmt, nonly, only, &err))
         rc = report(&err);
-    else if (out.len && fwrite(out.s, 1, out.len, stdout) != out.len)
+    else if (!rc && out.len && fwrite(out.s, 1, out.len, stdout) != out.len)
         rc = EXIT_MODEL;
     ch_buf_free(&out);
     ch_ctx_free(ctx);
     return rc;
-}
-
-/* "--opt VALUE" or "--opt=VALUE" at argv[*i]; NULL value when missing.
- * Returns 0 when argv[*i] is not opt. */
-static int opt_value(int argc, char **argv, int *i, const char *opt,
-                     const char **val)
-{
-    size_t n = strlen(opt);
-    const char *a = argv[*i];
-    if (strncmp(a, opt, n) != 0 || (a[n] != 0 && a[n] != '=')) return 0;
-    *val = a[n] == '=' ? a + n + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
-    return 1;
-}
-
-/* Loads and derives MODEL; on failure reports and returns the exit code. */
-static int load_derive(ch_ctx *ctx, const char *path, ch_model **m,
-                       ch_derivation **d)
-{
-    ch_error err;
-    ch_error_clear(&err);
-    if (ch_model_load(ctx, path, m, &err) || ch_derive(ctx, *m, d, &err))
-        return report(&err);
-    return 0;
 }
 
 /* MODEL_FORM, or NAME_FORM for --form all with --prefix NAME. */
