@@ -89,14 +89,23 @@ static const entry_spec specs[] = {
  * are rewritten, each rewrite under a node budget. */
 #define TIDY_MAX_INPUT 400
 #define TIDY_SIMPLIFY_MAX 150 /* the normal form is the expensive rewrite */
+#define TIDY_MAX_PRINTED 2000 /* tree size: beyond it, shared forms are kept */
+/* New nodes a rewrite may create: a multiple of the printed size of its
+ * input (a rewrite that needs far more nodes than the input prints is
+ * not going to print shorter), with a floor and a ceiling, so that the
+ * tidying of one entry costs O(1) for small entries. */
 #define TIDY_BUDGET 20000
+#define TIDY_BUDGET_MIN 200
+#define TIDY_BUDGET_PER_NODE 4
 
 typedef const ch_expr *(*rewrite_fn)(ch_ctx *, const ch_expr *);
 
-static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e)
+static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e,
+                               size_t printed)
 {
     size_t limit = ch_ctx_node_limit(ctx);
-    size_t budget = ch_ctx_nnodes(ctx) + TIDY_BUDGET;
+    size_t allow = TIDY_BUDGET_MIN + TIDY_BUDGET_PER_NODE * printed;
+    size_t budget = ch_ctx_nnodes(ctx) + (allow < TIDY_BUDGET ? allow : TIDY_BUDGET);
     ch_ctx_set_node_limit(ctx, limit && limit < budget ? limit : budget);
     const ch_expr *x = f(ctx, e);
     ch_ctx_set_node_limit(ctx, limit);
@@ -113,13 +122,14 @@ static size_t printed_size(const ch_expr *e)
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
-    size_t size = ch_dag_size(e);
+    size_t size = ch_dag_size_capped(e, TIDY_MAX_INPUT);
     if (!e || size > TIDY_MAX_INPUT) return e;
-    const ch_expr *cand[3] = {
-        e, budgeted(ctx, ch_expand, e),
-        size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e) : NULL};
-    const ch_expr *best = e;
     size_t best_len = printed_size(e);
+    if (best_len > TIDY_MAX_PRINTED) return e;
+    const ch_expr *cand[3] = {
+        e, budgeted(ctx, ch_expand, e, best_len),
+        size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e, best_len) : NULL};
+    const ch_expr *best = e;
     for (int i = 1; i < 3; i++) {
         size_t len = printed_size(cand[i]);
         if (len < best_len) {

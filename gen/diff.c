@@ -8,13 +8,24 @@
 #include "diff.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* x NULL selects the total time derivative. */
-static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const ch_expr *x);
+/* Which derivation: by the symbol x (partial), along a vector field (dir:
+ * sid + 1 -> component, a symbol not in it maps to 0), or, with neither,
+ * the total time derivative. mask: the symbols that can map to nonzero;
+ * memo: node (and x) -> result. */
+typedef struct {
+    const ch_expr *x;
+    const ch_map *dir;
+    ch_mask mask;
+    ch_map *memo;
+} dmode;
+
+static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
 
 /* d/dx of b^c (rational c) inside a product: whole * c * b' / b. */
 static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
-                                   const ch_expr *x)
+                                   const dmode *x)
 {
     const ch_expr **terms = malloc(e->n * sizeof *terms);
     if (!terms) {
@@ -38,7 +49,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     return r;
 }
 
-static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     const ch_expr **terms = malloc(e->n * sizeof *terms);
     fmpq *c = malloc(e->n * sizeof *c);
@@ -89,7 +100,7 @@ static const ch_expr *fun_prime(ch_ctx *ctx, ch_fun f, const ch_expr *u)
     }
 }
 
-static const ch_expr *fun_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+static const ch_expr *fun_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (e->fun == CH_F_ATAN2) { /* d atan2(y, x) = (x dy - y dx)/(x^2+y^2) */
         const ch_expr *y = e->arg[0], *xx = e->arg[1];
@@ -105,7 +116,7 @@ static const ch_expr *fun_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
 }
 
 /* d(b^g) = b^g (g' log b + g b'/b) */
-static const ch_expr *pow_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+static const ch_expr *pow_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     const ch_expr *b = e->arg[0], *g = e->arg[1];
     const ch_expr *db = deriv(ctx, b, x), *dg = deriv(ctx, g, x);
@@ -116,9 +127,13 @@ static const ch_expr *pow_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
     return ch_mul(ctx, e, ch_add(ctx, t1, t2));
 }
 
-static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
-    if (x) return e == x ? ch_one(ctx) : ch_zero(ctx);
+    if (x->x) return e == x->x ? ch_one(ctx) : ch_zero(ctx);
+    if (x->dir) {
+        const ch_expr *d = ch_map_get(x->dir, (uint64_t)e->sym->sid + 1);
+        return d ? d : ch_zero(ctx);
+    }
     if (e->sym->dot) return e->sym->dot;
     if (e->sym->kind == CH_SYM_ACC) {
         ch_ctx_fail(ctx, CH_ERR_MATH,
@@ -129,15 +144,13 @@ static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
     return ch_zero(ctx);
 }
 
-static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (!e) return NULL;
-    uint64_t mask = x ? 1ULL << (x->sym->sid % 64) : ~0ULL;
-    if (!(e->symmask & mask)) return ch_zero(ctx);
+    if (!ch_mask_meets(&e->symmask, &x->mask)) return ch_zero(ctx);
     if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
-    ch_map *memo = ch_ctx_memo(ctx, x ? CH_MEMO_DIFF : CH_MEMO_DIFF_T);
-    uint64_t key = x ? ((uint64_t)e->id << 32 | x->id) : e->id;
-    const ch_expr *r = ch_map_get(memo, key);
+    uint64_t key = x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
+    const ch_expr *r = ch_map_get(x->memo, key);
     if (r) return r;
     switch (e->kind) {
     case CH_ADD: r = sum_rule(ctx, e, x); break;
@@ -146,7 +159,7 @@ static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
     case CH_FUN: r = fun_rule(ctx, e, x); break;
     default: r = ch_zero(ctx);
     }
-    if (r && ch_map_put(memo, key, (void *)r)) {
+    if (r && ch_map_put(x->memo, key, (void *)r)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
     }
@@ -160,10 +173,42 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
         ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
         return NULL;
     }
-    return deriv(ctx, e, sym);
+    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF)};
+    ch_mask_add(&d.mask, sym->sym->sid);
+    return deriv(ctx, e, &d);
 }
 
 const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e)
 {
-    return deriv(ctx, e, NULL);
+    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T)};
+    return deriv(ctx, e, &d);
+}
+
+int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
+                     const ch_expr *const *syms, const ch_expr *const *dirs)
+{
+    memset(&v->mask, 0, sizeof v->mask);
+    v->dir = ch_ctx_new_map(ctx);
+    v->memo = ch_ctx_new_map(ctx);
+    if (!v->dir || !v->memo) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!syms[i] || !dirs[i] || syms[i]->kind != CH_SYM) {
+            ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
+            return -1;
+        }
+        if (ch_is_zero(dirs[i])) continue;
+        ch_mask_add(&v->mask, syms[i]->sym->sid);
+        if (ch_map_put(v->dir, (uint64_t)syms[i]->sym->sid + 1, (void *)dirs[i])) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+const ch_expr *ch_diff_dir_apply(ch_ctx *ctx, ch_diff_dir *v, const ch_expr *e)
+{
+    if (!v->memo) return NULL;
+    dmode d = {NULL, v->dir, v->mask, v->memo};
+    return deriv(ctx, e, &d);
 }

@@ -15,4 +15,20 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
  * of order 2 with no dot is an error (third derivatives are not needed). */
 const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e);
 
+/* A derivative along a vector field V = sum_i dirs[i] d/d syms[i] (the
+ * dirs are expressions, e.g. X*_r of the reduced form): V e for many e,
+ * memoized in the context for the lifetime of the field, so V applied to
+ * a DAG costs one visit per node, against one derivative per symbol for
+ * the chain rule sum_i dirs[i] de/dsyms[i]. */
+typedef struct {
+    ch_map *dir;  /* sid + 1 -> component (context-owned) */
+    ch_map *memo; /* node id -> V node (context-owned) */
+    ch_mask mask;
+} ch_diff_dir;
+
+/* 0, or -1 on failure (context error set). */
+int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
+                     const ch_expr *const *syms, const ch_expr *const *dirs);
+const ch_expr *ch_diff_dir_apply(ch_ctx *ctx, ch_diff_dir *v, const ch_expr *e);
+
 #endif

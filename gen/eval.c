@@ -408,8 +408,8 @@ static int eval_a(acache *c, arb_t res, const ch_expr *e)
     return A_OK;
 }
 
-int ch_eval_arb(ch_ctx *ctx, arb_t res, const ch_expr *e,
-                const arb_struct *symval, slong prec)
+int ch_eval_arb_many(ch_ctx *ctx, size_t n, const ch_expr *const *e,
+                     arb_ptr const *res, const arb_struct *symval, slong prec)
 {
     (void)ctx;
     acache c;
@@ -417,11 +417,19 @@ int ch_eval_arb(ch_ctx *ctx, arb_t res, const ch_expr *e,
     c.symval = symval;
     c.prec = prec;
     ch_map_init(&c.slot);
-    int rc = eval_a(&c, res, e);
+    int rc = A_OK;
+    for (size_t i = 0; i < n && rc == A_OK; i++) rc = eval_a(&c, res[i], e[i]);
     for (size_t i = 0; i < c.n; i++) arb_clear(c.v + i);
     free(c.v);
     ch_map_free(&c.slot);
     return rc;
+}
+
+int ch_eval_arb(ch_ctx *ctx, arb_t res, const ch_expr *e,
+                const arb_struct *symval, slong prec)
+{
+    arb_ptr out = res;
+    return ch_eval_arb_many(ctx, 1, &e, &out, symval, prec);
 }
 
 /* ======================================================================

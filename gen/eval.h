@@ -19,6 +19,11 @@ void ch_eval_d_many(ch_ctx *ctx, size_t n, const ch_expr *const *e,
  * (division by a ball containing 0, log of a non-positive ball, ...). */
 int ch_eval_arb(ch_ctx *ctx, arb_t res, const ch_expr *e,
                 const arb_struct *symval, slong prec);
+/* The same for many expressions with one shared cache (common
+ * subexpressions of the entries of a matrix are evaluated once):
+ * res[i] gets e[i]. Nonzero as soon as one is undefined. */
+int ch_eval_arb_many(ch_ctx *ctx, size_t n, const ch_expr *const *e,
+                     arb_ptr const *res, const arb_struct *symval, slong prec);
 
 /* A deterministic generic point for numerical decisions (ranks, pivots,
  * degrees): every symbol uniform in +-[0.5, 1.5], all positive when

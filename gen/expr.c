@@ -32,12 +32,25 @@ struct ch_ctx {
     ch_map sym_by_hash; /* FNV hash of name -> first ch_sym with it */
     ch_error err;
     ch_map memo[CH_MEMO_COUNT];
+    ch_map **maps; /* maps handed out by ch_ctx_new_map */
+    size_t nmaps, cap_maps;
     const ch_expr *zero, *one;
 };
 
 #define CHUNK_MIN (1u << 16)
 
+/* Arena memory with undefined contents: for nodes, which are copied over
+ * whole at once (clearing them first showed up in profiles). */
+static void *arena_raw(ch_ctx *ctx, size_t size);
+
 void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
+{
+    void *p = arena_raw(ctx, size);
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+static void *arena_raw(ch_ctx *ctx, size_t size)
 {
     size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     chunk *c = ctx->chunks;
@@ -55,7 +68,6 @@ void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
     }
     void *p = (char *)c->data + c->used;
     c->used += size;
-    memset(p, 0, size);
     return p;
 }
 
@@ -156,6 +168,25 @@ int ch_map_put(ch_map *m, uint64_t key, void *val)
 
 ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which) { return &ctx->memo[which]; }
 
+ch_map *ch_ctx_new_map(ch_ctx *ctx)
+{
+    if (ctx->nmaps == ctx->cap_maps) {
+        size_t cap = ctx->cap_maps ? 2 * ctx->cap_maps : 8;
+        ch_map **maps = realloc(ctx->maps, cap * sizeof *maps);
+        if (!maps) goto oom;
+        ctx->maps = maps;
+        ctx->cap_maps = cap;
+    }
+    ch_map *m = ch_ctx_alloc(ctx, sizeof *m);
+    if (!m) return NULL;
+    ch_map_init(m);
+    ctx->maps[ctx->nmaps++] = m;
+    return m;
+oom:
+    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+    return NULL;
+}
+
 /* ---- context ---------------------------------------------------------- */
 
 ch_ctx *ch_ctx_new(void)
@@ -185,6 +216,8 @@ void ch_ctx_free(ch_ctx *ctx)
     free(ctx->syms);
     ch_map_free(&ctx->sym_by_hash);
     for (int i = 0; i < CH_MEMO_COUNT; i++) ch_map_free(&ctx->memo[i]);
+    for (size_t i = 0; i < ctx->nmaps; i++) ch_map_free(ctx->maps[i]);
+    free(ctx->maps);
     for (chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -277,18 +310,18 @@ static int table_grow(ch_ctx *ctx)
 static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
 {
     uint32_t n = (cand->kind == CH_ADD || cand->kind == CH_MUL) ? cand->n : 0;
-    uint64_t mask = 0;
+    ch_mask mask = {{0}};
     unsigned depth = 0;
     for (uint32_t i = 0; i < n; i++) {
-        mask |= cand->pair[i].e->symmask;
+        ch_mask_or(&mask, &cand->pair[i].e->symmask);
         if (cand->pair[i].e->depth > depth) depth = cand->pair[i].e->depth;
     }
     for (int i = 0; i < 2; i++)
         if (cand->arg[i]) {
-            mask |= cand->arg[i]->symmask;
+            ch_mask_or(&mask, &cand->arg[i]->symmask);
             if (cand->arg[i]->depth > depth) depth = cand->arg[i]->depth;
         }
-    if (cand->sym) mask |= 1ULL << (cand->sym->sid % 64);
+    if (cand->sym) ch_mask_add(&mask, cand->sym->sid);
     cand->symmask = mask;
     cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
     cand->hash = node_hash(cand);
@@ -319,7 +352,7 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
         ctx->cap_nodes = cap;
     }
     size_t size = sizeof(ch_expr) + n * sizeof(ch_pair);
-    ch_expr *e = ch_ctx_alloc(ctx, size);
+    ch_expr *e = arena_raw(ctx, size);
     if (!e) return NULL;
     memcpy(e, cand, size);
     /* The arena copy owns the coefficients now; give the candidate fresh
@@ -1329,11 +1362,11 @@ static const ch_expr *child(const ch_expr *e, int i)
 }
 
 /* Depth-first search with a visited set; pred decides at leaves. */
-static int any_sym(const ch_expr *e, uint64_t bit,
+static int any_sym(const ch_expr *e, const ch_mask *bit,
                    int (*pred)(const ch_sym *, const void *), const void *arg,
                    ch_map *seen)
 {
-    if (!(e->symmask & bit)) return 0;
+    if (!ch_mask_meets(&e->symmask, bit)) return 0;
     if (e->kind == CH_SYM) return pred(e->sym, arg);
     if (ch_map_get(seen, e->id)) return 0;
     ch_map_put(seen, e->id, (void *)e);
@@ -1353,7 +1386,33 @@ int ch_has_sym(const ch_expr *e, const ch_expr *s)
     if (!e || !s || s->kind != CH_SYM) return 0;
     ch_map seen;
     ch_map_init(&seen);
-    int r = any_sym(e, 1ULL << (s->sym->sid % 64), sym_is, s->sym, &seen);
+    ch_mask bit = {{0}};
+    ch_mask_add(&bit, s->sym->sid);
+    int r = any_sym(e, &bit, sym_is, s->sym, &seen);
+    ch_map_free(&seen);
+    return r;
+}
+
+/* arg: the symbols as a map from sid + 1 to themselves */
+static int sym_in(const ch_sym *s, const void *arg)
+{
+    return ch_map_get(arg, (uint64_t)s->sid + 1) != NULL;
+}
+
+int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
+{
+    if (!e) return 0;
+    ch_map set, seen;
+    ch_map_init(&set);
+    ch_map_init(&seen);
+    ch_mask bits = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        if (!syms[i] || syms[i]->kind != CH_SYM) continue;
+        ch_mask_add(&bits, syms[i]->sym->sid);
+        ch_map_put(&set, (uint64_t)syms[i]->sym->sid + 1, (void *)syms[i]);
+    }
+    int r = set.len && any_sym(e, &bits, sym_in, &set, &seen);
+    ch_map_free(&set);
     ch_map_free(&seen);
     return r;
 }
@@ -1363,7 +1422,8 @@ int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind)
     if (!e) return 0;
     ch_map seen;
     ch_map_init(&seen);
-    int r = any_sym(e, ~0ULL, sym_kind_is, &kind, &seen);
+    ch_mask all = ch_mask_full();
+    int r = any_sym(e, &all, sym_kind_is, &kind, &seen);
     ch_map_free(&seen);
     return r;
 }
@@ -1373,6 +1433,26 @@ static void count_nodes(const ch_expr *e, ch_map *seen)
     if (ch_map_get(seen, e->id)) return;
     ch_map_put(seen, e->id, (void *)e);
     for (int i = 0; i < nchildren(e); i++) count_nodes(child(e, i), seen);
+}
+
+/* Stops as soon as more than cap nodes were seen. */
+static void count_capped(const ch_expr *e, ch_map *seen, size_t cap)
+{
+    if (seen->len > cap || ch_map_get(seen, e->id)) return;
+    ch_map_put(seen, e->id, (void *)e);
+    for (int i = 0; i < nchildren(e) && seen->len <= cap; i++)
+        count_capped(child(e, i), seen, cap);
+}
+
+size_t ch_dag_size_capped(const ch_expr *e, size_t cap)
+{
+    if (!e) return 0;
+    ch_map seen;
+    ch_map_init(&seen);
+    count_capped(e, &seen, cap);
+    size_t n = seen.len > cap ? cap + 1 : seen.len;
+    ch_map_free(&seen);
+    return n;
 }
 
 size_t ch_dag_size(const ch_expr *e)

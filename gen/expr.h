@@ -87,6 +87,39 @@ typedef struct {
     fmpq_t c;  /* ADD: coefficient of e; MUL: exponent of e */
 } ch_pair;
 
+/* A set of symbols as 256 bits: symbol sid sets bit sid % 256, so the set
+ * is exact for models of up to 256 symbols (a 50-trailer has about 220)
+ * and a superset beyond. Derivatives and substitutions skip subtrees whose
+ * set misses the symbols they act on. */
+#define CH_MASK_WORDS 4
+typedef struct {
+    uint64_t w[CH_MASK_WORDS];
+} ch_mask;
+
+static inline void ch_mask_add(ch_mask *m, uint32_t sid)
+{
+    m->w[(sid / 64) % CH_MASK_WORDS] |= 1ULL << (sid % 64);
+}
+
+static inline void ch_mask_or(ch_mask *m, const ch_mask *a)
+{
+    for (int i = 0; i < CH_MASK_WORDS; i++) m->w[i] |= a->w[i];
+}
+
+static inline int ch_mask_meets(const ch_mask *a, const ch_mask *b)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < CH_MASK_WORDS; i++) r |= a->w[i] & b->w[i];
+    return r != 0;
+}
+
+static inline ch_mask ch_mask_full(void)
+{
+    ch_mask m;
+    for (int i = 0; i < CH_MASK_WORDS; i++) m.w[i] = ~0ULL;
+    return m;
+}
+
 struct ch_expr {
     uint32_t id;       /* creation number, >= 1: the canonical order */
     uint8_t kind;      /* ch_kind */
@@ -94,7 +127,7 @@ struct ch_expr {
     uint16_t depth;    /* height of the DAG below (saturates at 65535) */
     uint32_t n;        /* ADD/MUL: pairs; FUN: arguments; POW: 2 */
     uint64_t hash;
-    uint64_t symmask;  /* bit (sid % 64) set for every symbol below */
+    ch_mask symmask;   /* every symbol below (see ch_mask) */
     fmpq_t num;        /* NUM: value; ADD: constant; MUL: coefficient */
     const ch_sym *sym; /* SYM */
     const ch_expr *arg[2]; /* FUN arguments, POW base and exponent */
@@ -189,12 +222,18 @@ const ch_expr *ch_zero(ch_ctx *ctx);
 const ch_expr *ch_one(ch_ctx *ctx);
 /* Does e contain the symbol s (exact, memo-free walk with symmask pruning)? */
 int ch_has_sym(const ch_expr *e, const ch_expr *s);
+/* Does e contain any of the n symbols syms (non-symbols are ignored)? One
+ * walk for the whole set. */
+int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms);
 /* Does e contain any symbol of this kind? */
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 /* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
 const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c);
 /* Number of distinct nodes reachable from e (DAG size). */
 size_t ch_dag_size(const ch_expr *e);
+/* min(ch_dag_size(e), cap + 1), visiting at most cap + 1 nodes: a size
+ * test that costs O(cap) however large e is. */
+size_t ch_dag_size_capped(const ch_expr *e, size_t cap);
 /* Number of nodes of e written out as a tree (what a printer writes),
  * computed on the DAG in linear time; saturates at cap. Sharing makes this
  * exponential in the DAG size for some derived quantities. */
@@ -217,8 +256,11 @@ int ch_map_put(ch_map *m, uint64_t key, void *val); /* 0, or -1 on OOM */
 
 /* Memo tables the context owns (ids of the derivation modules). */
 typedef enum {
-    CH_MEMO_DIFF, CH_MEMO_DIFF_T, CH_MEMO_EXPAND, CH_MEMO_COUNT
+    CH_MEMO_DIFF, CH_MEMO_DIFF_T, CH_MEMO_EXPAND, CH_MEMO_SUBST, CH_MEMO_COUNT
 } ch_memo_id;
 ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which);
+/* A fresh empty map that lives (and is freed) with the context: the memo
+ * of a substitution or derivative kept across calls. NULL on OOM. */
+ch_map *ch_ctx_new_map(ch_ctx *ctx);
 
 #endif

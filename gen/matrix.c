@@ -1,4 +1,4 @@
-/* matrix.c — Jacobians and numerical rank. */
+/* matrix.c — Jacobians, numerical rank and exact linear solves. */
 #include "matrix.h"
 
 #include <math.h>
@@ -116,7 +116,7 @@ static const ch_expr *bareiss(ch_ctx *ctx, const ch_expr *a, const ch_expr *d,
     const ch_expr *num = ch_sub(ctx, ch_mul(ctx, a, d), ch_mul(ctx, b, c));
     if (!num || ch_is_zero(num) || ch_is_one(prev)) return num;
     const ch_expr *q = ch_div(ctx, num, prev);
-    const ch_expr *s = q && ch_dag_size(q) < 300 ? ch_simplify(ctx, q) : NULL;
+    const ch_expr *s = q && ch_dag_size_capped(q, 300) < 300 ? ch_simplify(ctx, q) : NULL;
     if (!s) ch_ctx_clear_error(ctx); /* too large to simplify: keep q */
     return s ? s : q;
 }
@@ -177,6 +177,76 @@ int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
     rc = 0;
 out:
     free(T);
+    free(pts[0]);
+    free(pts[1]);
+    return rc;
+}
+
+/* Row p of the triangular solve: X[c] = (B[p] - sum_j A[p][j] X[j]) / A[p][c]
+ * for every right-hand side, the X[j] (j != c) already known. */
+static int tri_row(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
+                   const ch_expr *const *B, const ch_expr **X, size_t p,
+                   size_t c, const ch_expr **terms)
+{
+    for (size_t col = 0; col < nrhs; col++) {
+        size_t nt = 0;
+        terms[nt++] = B[p * nrhs + col];
+        for (size_t j = 0; j < k; j++)
+            if (j != c && !ch_is_zero(A[p * k + j]))
+                terms[nt++] = ch_neg(ctx, ch_mul(ctx, A[p * k + j], X[j * nrhs + col]));
+        X[c * nrhs + col] = ch_div(ctx, ch_add_n(ctx, nt, terms), A[p * k + c]);
+        if (!X[c * nrhs + col]) return -1;
+    }
+    return 0;
+}
+
+/* The one column of row p that is structurally nonzero and not solved. */
+static size_t tri_column(size_t k, const ch_expr *const *A, size_t p,
+                         const char *solved)
+{
+    for (size_t j = 0; j < k; j++)
+        if (!solved[j] && !ch_is_zero(A[p * k + j])) return j;
+    return k;
+}
+
+int ch_mat_solve_triangular(ch_ctx *ctx, size_t k, const ch_expr *const *A,
+                            size_t nrhs, const ch_expr *const *B,
+                            const ch_expr **X)
+{
+    size_t *cnt = calloc(k + 1, sizeof *cnt);
+    char *used = calloc(k + 1, 1), *solved = calloc(k + 1, 1);
+    const ch_expr **terms = malloc((k + 1) * sizeof *terms);
+    double *pts[2] = {generic_point(ctx, 0), generic_point(ctx, 1)};
+    int rc = -1;
+    if (!cnt || !used || !solved || !terms || !pts[0] || !pts[1]) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < k; j++) cnt[i] += !ch_is_zero(A[i * k + j]);
+    for (size_t step = 0; step < k; step++) {
+        size_t p = 0;
+        while (p < k && (used[p] || cnt[p] != 1)) p++;
+        if (p == k) {
+            rc = 1; /* no row left with a single unknown */
+            goto out;
+        }
+        size_t c = tri_column(k, A, p, solved);
+        if (!generically_nonzero(ctx, A[p * k + c], pts)) {
+            rc = 1;
+            goto out;
+        }
+        if (tri_row(ctx, k, A, nrhs, B, X, p, c, terms)) goto out;
+        used[p] = solved[c] = 1;
+        for (size_t i = 0; i < k; i++)
+            if (!used[i] && !ch_is_zero(A[i * k + c])) cnt[i]--;
+    }
+    rc = 0;
+out:
+    free(cnt);
+    free(used);
+    free(solved);
+    free(terms);
     free(pts[0]);
     free(pts[1]);
     return rc;

@@ -32,6 +32,18 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
 int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
                  const ch_expr *const *B, const ch_expr **X);
 
+/* Solves A X = B (shapes as in ch_mat_solve) when A is triangular up to a
+ * permutation of rows and columns: repeatedly a row with one unknown left
+ * gives that unknown by substitution of the known ones. O(k^2) nodes per
+ * right-hand side and no division but by the pivots, so the solution keeps
+ * the sharing of the DAG (alpha of an n-trailer). Pivots must be nonzero
+ * at generic points. Returns 0, 1 when A has no such structure (or a
+ * pivot is generically 0: use ch_mat_solve, which decides singularity),
+ * -1 on failure (context error set). X may be partly written on 1. */
+int ch_mat_solve_triangular(ch_ctx *ctx, size_t k, const ch_expr *const *A,
+                            size_t nrhs, const ch_expr *const *B,
+                            const ch_expr **X);
+
 /* y = A x for a rows x cols matrix (y: rows entries, caller's array). */
 int ch_mat_vec(ch_ctx *ctx, size_t rows, size_t cols,
                const ch_expr *const *A, const ch_expr *const *x,

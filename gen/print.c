@@ -52,6 +52,17 @@ enum {
     MEMO_DEG_VEL = 5     /* degree in velocities */
 };
 
+/* Text already written by this call for one (node, precedence): derived
+ * quantities are DAGs printed as trees, so a shared subexpression is
+ * written again and again; its later copies are copied from the first
+ * (emit's output depends on nothing but the node and the precedence asked
+ * for). `depth` is how deep the first emission nested below its node, so
+ * that a copy fails exactly where writing it out again would. */
+typedef struct {
+    size_t start, len;
+    int depth;
+} span;
+
 /* Memo payloads live in blocks freed together at the end of the call. */
 typedef struct memo_block {
     struct memo_block *next;
@@ -65,6 +76,11 @@ typedef struct {
     void *data;
     int failed;
     int depth;
+    int max_depth;        /* deepest emit nesting so far (for span.depth) */
+    int reuse;            /* copy repeated text (not for C: the namer may count) */
+    ch_map spans_at;      /* (id << 3 | need) -> index + 1 into spans */
+    span *spans;
+    size_t nspans, cap_spans;
     ch_map memo;          /* (id << 3 | slot) -> payload */
     memo_block *blocks;   /* owns the payloads */
     fmpq_t one;
@@ -76,6 +92,7 @@ static void printer_init(printer *pr, ch_buf *out, int style)
     pr->out = out;
     pr->style = style;
     ch_map_init(&pr->memo);
+    ch_map_init(&pr->spans_at);
     fmpq_init(pr->one);
     fmpq_one(pr->one);
 }
@@ -88,6 +105,8 @@ static void printer_clear(printer *pr)
         free(b);
     }
     ch_map_free(&pr->memo);
+    ch_map_free(&pr->spans_at);
+    free(pr->spans);
     fmpq_clear(pr->one);
 }
 
@@ -1027,7 +1046,7 @@ static void emit_product(printer *pr, const fmpq *c, const ch_expr *t, int need)
     pview_clear(&v);
 }
 
-static void emit(printer *pr, const ch_expr *e, int need)
+static void emit_node(printer *pr, const ch_expr *e, int need)
 {
     if (pr->failed) return;
     if (!e || ++pr->depth > PRINT_MAX_DEPTH) {
@@ -1035,6 +1054,7 @@ static void emit(printer *pr, const ch_expr *e, int need)
         fail(pr);
         return;
     }
+    if (pr->depth > pr->max_depth) pr->max_depth = pr->depth;
     int wrap;
     switch (e->kind) {
     case CH_NUM: emit_num(pr, e->num, need); break;
@@ -1065,6 +1085,65 @@ static void emit(printer *pr, const ch_expr *e, int need)
     pr->depth--;
 }
 
+/* Appends out->s[start, start + len) to out itself, in pieces that fit
+ * the free space (growing the buffer would move the source). */
+static void put_again(ch_buf *out, size_t start, size_t len)
+{
+    while (len && !out->oom) {
+        size_t avail = out->cap > out->len + 1 ? out->cap - out->len - 1 : 0;
+        if (!avail) {
+            ch_buf_putc(out, out->s[start]); /* grows; copies the char first */
+            start++;
+            len--;
+            continue;
+        }
+        size_t n = len < avail ? len : avail;
+        ch_buf_putn(out, out->s + start, n);
+        start += n;
+        len -= n;
+    }
+}
+
+static void span_put(printer *pr, uint64_t key, size_t start, int depth)
+{
+    if (pr->nspans == pr->cap_spans) {
+        size_t cap = pr->cap_spans ? 2 * pr->cap_spans : 64;
+        span *s = realloc(pr->spans, cap * sizeof *s);
+        if (!s) return; /* only a missed reuse */
+        pr->spans = s;
+        pr->cap_spans = cap;
+    }
+    span *s = &pr->spans[pr->nspans];
+    s->start = start;
+    s->len = pr->out->len - start;
+    s->depth = depth;
+    if (ch_map_put(&pr->spans_at, key, (void *)(uintptr_t)(pr->nspans + 1)) == 0)
+        pr->nspans++;
+}
+
+static void emit(printer *pr, const ch_expr *e, int need)
+{
+    if (!pr->reuse || pr->failed || !e || e->kind == CH_NUM || e->kind == CH_SYM) {
+        emit_node(pr, e, need);
+        return;
+    }
+    uint64_t key = ((uint64_t)e->id << 3) | (uint64_t)need;
+    uintptr_t hit = (uintptr_t)ch_map_get(&pr->spans_at, key);
+    if (hit) {
+        const span *s = &pr->spans[hit - 1];
+        if (pr->depth + s->depth > PRINT_MAX_DEPTH) fail(pr);
+        else put_again(pr->out, s->start, s->len);
+        if (pr->depth + s->depth > pr->max_depth) pr->max_depth = pr->depth + s->depth;
+        return;
+    }
+    size_t start = pr->out->len;
+    int outer_max = pr->max_depth;
+    pr->max_depth = pr->depth;
+    emit_node(pr, e, need);
+    if (!pr->failed && !pr->out->oom) span_put(pr, key, start, pr->max_depth - pr->depth);
+    if (outer_max > pr->max_depth) pr->max_depth = outer_max;
+}
+
 /* ---- entry points ------------------------------------------------------------ */
 
 void ch_print(ch_buf *out, const ch_expr *e, ch_style style)
@@ -1072,6 +1151,7 @@ void ch_print(ch_buf *out, const ch_expr *e, ch_style style)
     printer pr;
     /* An unknown style prints as text rather than reaching the C printer. */
     printer_init(&pr, out, (unsigned)style <= CH_STYLE_SYMPY ? (int)style : CH_STYLE_TEXT);
+    pr.reuse = 1;
     emit(&pr, e, P_ANY);
     if (pr.failed) out->oom = 1;
     printer_clear(&pr);

@@ -39,6 +39,18 @@
  * is formed, total degree, order of a root. */
 #define NF_MAX_TERMS 20000
 #define NF_MAX_PRODUCT 4000000.0
+/* ch_simplify is a display rewrite: a normal form far larger than its
+ * input is never the shorter form, so its polynomials are bounded by the
+ * input's size (terms per DAG node plus a floor), and a product by a
+ * multiple of that. This keeps the cost proportional to the input. */
+/* The zero test's normal form is not tried on DAGs larger than this: on
+ * derived quantities of that size it runs into NF_MAX_TERMS after long
+ * work (the 10-trailer's energy identity: 800 nodes, 0.1 s to fail), and
+ * the caller's evaluation at random points decides instead. */
+#define NF_ZERO_MAX_DAG 600
+#define SIMPLIFY_TERMS_PER_NODE 4
+#define SIMPLIFY_MIN_TERMS 256
+#define SIMPLIFY_PRODUCT_PER_TERM 64.0
 #define NF_MAX_DEG 1024
 #define NF_MAX_ROOT 720
 
@@ -434,12 +446,16 @@ typedef struct {
     size_t nalloc;            /* rel/quo polynomials initialised */
     ch_status why;            /* first reason of failure, for ch_simplify */
     const char *msg;
+    slong max_terms;          /* bounds of this run (NF_MAX_* or smaller) */
+    double max_product;
 } nf_state;
 
 static void nf_init(nf_state *s, ch_ctx *ctx)
 {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
+    s->max_terms = NF_MAX_TERMS;
+    s->max_product = NF_MAX_PRODUCT;
     ch_map_init(&s->atom_of);
     ch_map_init(&s->root_of);
     ch_map_init(&s->seen);
@@ -761,17 +777,30 @@ static int nf_setup_ring(nf_state *s)
     return 0;
 }
 
+/* One pass over the terms (fits_si followed by total_degree_si is two). */
 static slong tdeg(nf_state *s, const fmpq_mpoly_t p)
 {
-    if (!fmpq_mpoly_total_degree_fits_si(p, s->mctx)) return WORD_MAX;
-    return fmpq_mpoly_total_degree_si(p, s->mctx);
+    fmpz_t d;
+    fmpz_init(d);
+    fmpq_mpoly_total_degree_fmpz(d, p, s->mctx);
+    slong r = fmpz_fits_si(d) ? fmpz_get_si(d) : WORD_MAX;
+    fmpz_clear(d);
+    return r;
+}
+
+/* The term bound only: for results of products and sums, whose degree is
+ * bounded by their operands' (checked before a product is formed). The
+ * total degree costs a pass over every term, as much as a sum. */
+static int poly_len_ok(nf_state *s, const fmpq_mpoly_t p)
+{
+    if (fmpq_mpoly_length(p, s->mctx) <= s->max_terms) return 1;
+    nf_fail(s, CH_ERR_LIMIT, "normal form too large");
+    return 0;
 }
 
 static int poly_ok(nf_state *s, const fmpq_mpoly_t p)
 {
-    if (fmpq_mpoly_length(p, s->mctx) <= NF_MAX_TERMS
-        && tdeg(s, p) <= NF_MAX_DEG)
-        return 1;
+    if (poly_len_ok(s, p) && tdeg(s, p) <= NF_MAX_DEG) return 1;
     nf_fail(s, CH_ERR_LIMIT, "normal form too large");
     return 0;
 }
@@ -782,12 +811,12 @@ static int pmul(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a,
 {
     double la = (double)fmpq_mpoly_length(a, s->mctx);
     double lb = (double)fmpq_mpoly_length(b, s->mctx);
-    if (la * lb > NF_MAX_PRODUCT || tdeg(s, a) + tdeg(s, b) > NF_MAX_DEG) {
+    if (la * lb > s->max_product || tdeg(s, a) + tdeg(s, b) > NF_MAX_DEG) {
         nf_fail(s, CH_ERR_LIMIT, "normal form too large");
         return 0;
     }
     fmpq_mpoly_mul(r, a, b, s->mctx);
-    return poly_ok(s, r);
+    return poly_len_ok(s, r);
 }
 
 /* r = a^k within the bounds. */
@@ -799,9 +828,9 @@ static int ppow(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a, ulong k)
         if (d > 0 && (ulong)d > NF_MAX_DEG / k) goto big;
         /* at most C(len + k - 1, k) monomials */
         double bound = 1;
-        for (ulong i = 1; i <= k && bound <= NF_MAX_TERMS; i++)
+        for (ulong i = 1; i <= k && bound <= (double)s->max_terms; i++)
             bound = bound * (double)(len - 1 + i) / (double)i;
-        if (len > 1 && bound > NF_MAX_TERMS) goto big;
+        if (len > 1 && bound > (double)s->max_terms) goto big;
     }
     if (!fmpq_mpoly_pow_ui(r, a, k, s->mctx)) goto big;
     return poly_ok(s, r);
@@ -933,7 +962,7 @@ static int frac_add_into(nf_state *s, nf_frac *a, const nf_frac *b)
     fmpq_mpoly_clear(t, M);
     fmpq_mpoly_clear(u, M);
     fmpq_mpoly_clear(g, M);
-    return ok && poly_ok(s, a->num) && frac_normalize(s, a);
+    return ok && poly_len_ok(s, a->num) && frac_normalize(s, a);
 }
 
 static nf_frac *convert(nf_state *s, const ch_expr *e);
@@ -1208,6 +1237,7 @@ int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e)
     if (!e) return -1;
     if (e->kind == CH_NUM) return fmpq_is_zero(e->num) ? 1 : 0;
     if (e->kind == CH_SYM) return 0;
+    if (ch_dag_size_capped(e, NF_ZERO_MAX_DAG) > NF_ZERO_MAX_DAG) return -1;
     nf_state s;
     nf_init(&s, ctx);
     nf_frac *f = nf_run(&s, e);
@@ -1258,6 +1288,12 @@ const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
     if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
     nf_state s;
     nf_init(&s, ctx);
+    size_t cap = (size_t)(NF_MAX_TERMS - SIMPLIFY_MIN_TERMS) / SIMPLIFY_TERMS_PER_NODE;
+    size_t size = ch_dag_size_capped(e, cap);
+    if (size <= cap) {
+        s.max_terms = (slong)(SIMPLIFY_TERMS_PER_NODE * size + SIMPLIFY_MIN_TERMS);
+        s.max_product = SIMPLIFY_PRODUCT_PER_TERM * (double)s.max_terms;
+    }
     const ch_expr *res = NULL;
     nf_frac *f = nf_run(&s, e);
     if (f && frac_cancel(&s, f) && preduce(&s, f->num)) {

@@ -19,12 +19,15 @@ const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e);
 
 /* 1: e is proven identically zero by the normal form; 0: not proven
  * (maybe nonzero, maybe beyond the normal form); -1: failure (e.g. the
- * normal form would exceed its size bound), treat as "not proven". */
+ * normal form would exceed its size bound, or e has more than 600 DAG
+ * nodes and is not tried), treat as "not proven". */
 int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e);
 
 /* e rewritten as numerator/denominator of its normal form, reduced by the
  * relations above and with the polynomial gcd cancelled. Only for small
- * expressions: it expands. NULL on failure. */
+ * expressions: it expands. A display rewrite: fails (NULL, CH_ERR_LIMIT)
+ * when a polynomial would have more than 4 terms per DAG node of e plus
+ * 256, as such a form is never the shorter one. NULL on failure. */
 const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
 
 #endif

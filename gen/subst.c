@@ -1,4 +1,5 @@
-/* subst.c — substitution with a per-call cache.
+/* subst.c — substitution with a cache kept in the context per distinct
+ * substitution (its from/to pairs).
  *
  * Subtrees whose symbol mask shares no bit with the replaced nodes are
  * returned unchanged without a visit, so substituting alpha for a few
@@ -6,11 +7,12 @@
 #include "subst.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     ch_ctx *ctx;
-    ch_map cache; /* node id -> result */
-    uint64_t mask;
+    ch_map *cache; /* node id -> result */
+    ch_mask mask;
 } subst_state;
 
 static const ch_expr *rebuild(subst_state *s, const ch_expr *e);
@@ -18,11 +20,11 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e);
 static const ch_expr *visit(subst_state *s, const ch_expr *e)
 {
     if (!e) return NULL;
-    const ch_expr *r = ch_map_get(&s->cache, e->id);
+    const ch_expr *r = ch_map_get(s->cache, e->id);
     if (r) return r;
-    if (!(e->symmask & s->mask)) return e;
+    if (!ch_mask_meets(&e->symmask, &s->mask)) return e;
     r = rebuild(s, e);
-    if (r && ch_map_put(&s->cache, e->id, (void *)r)) {
+    if (r && ch_map_put(s->cache, e->id, (void *)r)) {
         ch_ctx_fail(s->ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
     }
@@ -71,32 +73,109 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e)
     }
 }
 
+/* Seeds the cache with from[i] -> to[i]; 0, or -1 on failure. */
+static int seed(ch_ctx *ctx, ch_map *cache, ch_mask *mask, size_t n,
+                const ch_expr *const *from, const ch_expr *const *to)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!from[i] || !to[i]) return -1;
+        ch_mask_or(mask, &from[i]->symmask);
+        if (ch_map_put(cache, from[i]->id, (void *)to[i])) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every substitution made in a context keeps its cache there, found by
+ * its pairs: the mechanics modules apply the same substitution (alpha,
+ * the phase map of the Hamiltonian side) to many overlapping expressions
+ * one call at a time, and each shared node is then rebuilt once. */
+typedef struct subst_entry {
+    struct subst_entry *next; /* same hash */
+    size_t n;
+    const ch_expr **from, **to;
+    ch_subst_memo memo;
+} subst_entry;
+
+static uint64_t pairs_hash(size_t n, const ch_expr *const *from,
+                           const ch_expr *const *to)
+{
+    uint64_t h = 1469598103934665603ULL ^ n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((uint64_t)from[i]->id << 32 | to[i]->id)) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+static int same_pairs(const subst_entry *x, size_t n, const ch_expr *const *from,
+                      const ch_expr *const *to)
+{
+    if (x->n != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (x->from[i] != from[i] || x->to[i] != to[i]) return 0;
+    return 1;
+}
+
+/* The context's memo of this substitution, created on first use. */
+static ch_subst_memo *memo_of(ch_ctx *ctx, size_t n, const ch_expr *const *from,
+                              const ch_expr *const *to)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!from[i] || !to[i]) return NULL;
+    ch_map *reg = ch_ctx_memo(ctx, CH_MEMO_SUBST);
+    uint64_t h = pairs_hash(n, from, to);
+    subst_entry *first = ch_map_get(reg, h);
+    for (subst_entry *x = first; x; x = x->next)
+        if (same_pairs(x, n, from, to)) return &x->memo;
+    subst_entry *x = ch_ctx_alloc(ctx, sizeof *x);
+    const ch_expr **f = ch_ctx_alloc(ctx, (n + 1) * sizeof *f);
+    const ch_expr **t = ch_ctx_alloc(ctx, (n + 1) * sizeof *t);
+    if (!x || !f || !t) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        f[i] = from[i];
+        t[i] = to[i];
+    }
+    x->n = n;
+    x->from = f;
+    x->to = t;
+    x->next = first;
+    if (ch_subst_memo_init(ctx, &x->memo, n, from, to)) return NULL;
+    if (ch_map_put(reg, h, x)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return &x->memo;
+}
+
 int ch_subst_many(ch_ctx *ctx, size_t count, const ch_expr *const *in,
                   const ch_expr **out, size_t n, const ch_expr *const *from,
                   const ch_expr *const *to)
 {
-    subst_state s = {ctx, {0}, 0};
-    ch_map_init(&s.cache);
+    ch_subst_memo *m = memo_of(ctx, n, from, to);
+    if (!m) return -1;
     int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!from[i] || !to[i]) {
-            rc = -1;
-            goto out;
-        }
-        s.mask |= from[i]->symmask;
-        if (ch_map_put(&s.cache, from[i]->id, (void *)to[i])) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            rc = -1;
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < count; i++) {
-        out[i] = visit(&s, in[i]);
+    for (size_t i = 0; i < count; i++)
+        out[i] = ch_subst_memo_apply(ctx, m, in[i]);
+    for (size_t i = 0; i < count; i++)
         if (!out[i]) rc = -1;
-    }
-out:
-    ch_map_free(&s.cache);
     return rc;
+}
+
+int ch_subst_memo_init(ch_ctx *ctx, ch_subst_memo *m, size_t n,
+                       const ch_expr *const *from, const ch_expr *const *to)
+{
+    memset(&m->mask, 0, sizeof m->mask);
+    if (!(m->cache = ch_ctx_new_map(ctx))) return -1;
+    return seed(ctx, m->cache, &m->mask, n, from, to);
+}
+
+const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
+                                   const ch_expr *e)
+{
+    if (!m->cache) return NULL;
+    subst_state s = {ctx, m->cache, m->mask};
+    return visit(&s, e);
 }
 
 const ch_expr *ch_subst(ch_ctx *ctx, const ch_expr *e, size_t n,

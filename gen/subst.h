@@ -2,7 +2,9 @@
  *
  * Replaces every occurrence of the nodes from[i] (usually symbols; any node
  * matches by identity) by to[i] and rebuilds with the canonical
- * constructors. Memoized per call. Returns NULL on failure. */
+ * constructors. Memoized in the context, one cache per distinct list of
+ * pairs, so repeating a substitution on overlapping expressions rebuilds
+ * each shared node once. Returns NULL on failure. */
 #ifndef CH_SUBST_H
 #define CH_SUBST_H
 
@@ -11,10 +13,26 @@
 const ch_expr *ch_subst(ch_ctx *ctx, const ch_expr *e, size_t n,
                         const ch_expr *const *from, const ch_expr *const *to);
 
-/* The same substitution applied to many expressions sharing one cache:
- * out[i] = subst(in[i]). Returns 0, or -1 on failure. */
+/* The same substitution applied to many expressions: out[i] = subst(in[i]).
+ * Returns 0, or -1 on failure. */
 int ch_subst_many(ch_ctx *ctx, size_t count, const ch_expr *const *in,
                   const ch_expr **out, size_t n, const ch_expr *const *from,
                   const ch_expr *const *to);
+
+/* A substitution whose results are kept for the lifetime of the context,
+ * so that applying it to many overlapping expressions (every quantity
+ * restricted to the constraint manifold) rebuilds each shared node once.
+ * The from/to pairs are fixed at init. */
+typedef struct {
+    ch_map *cache; /* owned by the context: node id -> result */
+    ch_mask mask;
+} ch_subst_memo;
+
+/* 0, or -1 on failure (context error set). */
+int ch_subst_memo_init(ch_ctx *ctx, ch_subst_memo *m, size_t n,
+                       const ch_expr *const *from, const ch_expr *const *to);
+/* subst(e) with the memo's pairs; NULL on failure. */
+const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
+                                   const ch_expr *e);
 
 #endif

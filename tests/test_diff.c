@@ -160,6 +160,77 @@ static void test_subst(void)
     CHECK(out[0] == ch_mul(ctx, to[0], y) && out[1] == ch_fun1(ctx, CH_F_COS, to[0]));
 }
 
+/* The derivative along a field V = a d/dx + b d/dy (a, b expressions)
+ * equals the chain rule a de/dx + b de/dy, node for node after expansion
+ * is not needed: both are built canonically from the same derivatives,
+ * so they are compared at random points. */
+static void test_dir_property(void)
+{
+    rx_rng r = {20261203};
+    const ch_expr *syms[3] = {x, y, z};
+    const ch_expr *vs[2] = {x, y};
+    const ch_expr *dirs[2] = {ch_fun1(ctx, CH_F_COS, z), ch_add(ctx, x, ch_one(ctx))};
+    ch_diff_dir v;
+    CHECK(ch_diff_dir_init(ctx, &v, 2, vs, dirs) == 0);
+    double *pt = calloc(ch_ctx_nsyms(ctx), sizeof *pt);
+    int compared = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        const ch_expr *e = rx_expr(ctx, &r, syms, 3, 4);
+        const ch_expr *de = ch_diff_dir_apply(ctx, &v, e);
+        const ch_expr *want = ch_add(ctx, ch_mul(ctx, dirs[0], ch_diff(ctx, e, x)),
+                                     ch_mul(ctx, dirs[1], ch_diff(ctx, e, y)));
+        CHECK(de != NULL && want != NULL);
+        if (!de || !want) continue;
+        CHECK(ch_diff_dir_apply(ctx, &v, e) == de); /* memoized */
+        for (int i = 0; i < 3; i++) pt[syms[i]->sym->sid] = rx_point(&r, 0);
+        double a = ev(de, pt), b = ev(want, pt);
+        if (!isfinite(a) || !isfinite(b) || fabs(a) > 1e6) continue;
+        compared++;
+        CHECK_MSG(fabs(a - b) <= 1e-9 * fmax(1, fabs(b)), "trial %d: %.17g vs %.17g",
+                  trial, a, b);
+    }
+    CHECK_MSG(compared >= 300, "only %d comparisons", compared);
+    /* z is not in the field: a function of z alone has derivative 0 */
+    CHECK(ch_is_zero(ch_diff_dir_apply(ctx, &v, ch_fun1(ctx, CH_F_SIN, z))));
+    CHECK(ch_diff_dir_apply(ctx, &v, x) == dirs[0]);
+    /* only symbols are variables */
+    const ch_expr *bad[1] = {ch_add(ctx, x, y)};
+    ch_diff_dir w;
+    CHECK(ch_diff_dir_init(ctx, &w, 1, bad, dirs) != 0);
+    ch_ctx_clear_error(ctx);
+    free(pt);
+}
+
+/* A substitution repeated on overlapping expressions reuses its cache
+ * (same results), distinct pair lists get distinct caches, and the
+ * explicit memo agrees with ch_subst. */
+static void test_subst_memo(void)
+{
+    const ch_expr *from[1] = {x}, *to[1] = {ch_mul(ctx, y, z)};
+    const ch_expr *to2[1] = {ch_add(ctx, y, z)};
+    const ch_expr *e = ch_add(ctx, ch_fun1(ctx, CH_F_SIN, x), ch_pow_si(ctx, x, 3));
+    const ch_expr *e2 = ch_mul(ctx, e, ch_fun1(ctx, CH_F_COS, x));
+    const ch_expr *r1 = ch_subst(ctx, e, 1, from, to);
+    const ch_expr *r2 = ch_subst(ctx, e2, 1, from, to);
+    CHECK(r1 == ch_add(ctx, ch_fun1(ctx, CH_F_SIN, to[0]), ch_pow_si(ctx, to[0], 3)));
+    CHECK(r2 == ch_mul(ctx, r1, ch_fun1(ctx, CH_F_COS, to[0])));
+    /* another substitution of the same symbol is not confused with it */
+    CHECK(ch_subst(ctx, e, 1, from, to2)
+          == ch_add(ctx, ch_fun1(ctx, CH_F_SIN, to2[0]), ch_pow_si(ctx, to2[0], 3)));
+    CHECK(ch_subst(ctx, e, 1, from, to) == r1);
+    ch_subst_memo m;
+    CHECK(ch_subst_memo_init(ctx, &m, 1, from, to2) == 0);
+    CHECK(ch_subst_memo_apply(ctx, &m, e2) == ch_subst(ctx, e2, 1, from, to2));
+    /* a failure is not cached as a result: it fails again */
+    const ch_expr *to0[1] = {ch_neg(ctx, y)};
+    const ch_expr *inv = ch_pow_si(ctx, ch_add(ctx, x, y), -1);
+    CHECK(ch_subst(ctx, inv, 1, from, to0) == NULL);
+    ch_ctx_clear_error(ctx);
+    CHECK(ch_subst(ctx, inv, 1, from, to0) == NULL);
+    CHECK(ch_ctx_error(ctx)->code == CH_ERR_MATH);
+    ch_ctx_clear_error(ctx);
+}
+
 int main(void)
 {
     ctx = ch_ctx_new();
@@ -176,6 +247,8 @@ int main(void)
     RUN(test_rules);
     RUN(test_total);
     RUN(test_subst);
+    RUN(test_subst_memo);
+    RUN(test_dir_property);
     RUN(test_partial_property);
     RUN(test_total_property);
     ch_ctx_free(ctx);

@@ -1,4 +1,5 @@
 /* test_expr.c — canonical forms, interning, numbers, functions, limits. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -135,6 +136,44 @@ static void test_inspection(void)
     CHECK(ch_dag_size(add(x, y)) == 3);
 }
 
+/* Symbol sets: exact up to 256 symbols, and for more the symbols that
+ * share a bit are still told apart by the walk. */
+static void test_symbol_sets(void)
+{
+    ch_ctx *c = ch_ctx_new();
+    const ch_expr *s[300];
+    char name[16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        s[i] = ch_symbol(c, name, CH_SYM_OTHER, NULL, 0, i);
+    }
+    /* s[1] and s[257] share a bit (sid 1 and 257 when nothing came before) */
+    const ch_expr *e = ch_mul(c, ch_fun1(c, CH_F_SIN, s[1]), s[100]);
+    CHECK(ch_has_sym(e, s[1]) && ch_has_sym(e, s[100]));
+    CHECK(!ch_has_sym(e, s[257]) && !ch_has_sym(e, s[2]));
+    ch_mask m = {{0}};
+    ch_mask_add(&m, s[2]->sym->sid);
+    CHECK(!ch_mask_meets(&e->symmask, &m)); /* pruned without a walk */
+    const ch_expr *set[3] = {s[257], s[5], s[100]};
+    CHECK(ch_has_any_sym(e, 3, set));
+    CHECK(!ch_has_any_sym(e, 2, set));
+    CHECK(!ch_has_any_sym(e, 0, set));
+    const ch_expr *mixed[2] = {ch_add(c, s[1], s[2]), s[7]}; /* non-symbols ignored */
+    CHECK(!ch_has_any_sym(e, 2, mixed));
+    /* capped sizes */
+    const ch_expr *sum = ch_add_n(c, 300, s);
+    CHECK(ch_dag_size(sum) == 301);
+    CHECK(ch_dag_size_capped(sum, 1000) == 301);
+    CHECK(ch_dag_size_capped(sum, 10) == 11);
+    CHECK(ch_dag_size_capped(NULL, 10) == 0);
+    /* maps owned by the context are freed with it (ASan checks) */
+    ch_map *mp = ch_ctx_new_map(c);
+    CHECK(mp != NULL && ch_map_get(mp, 7) == NULL);
+    for (uint64_t k = 1; k <= 1000; k++) ch_map_put(mp, k, (void *)s[k % 300]);
+    CHECK(ch_map_get(mp, 301) == s[1]);
+    ch_ctx_free(c);
+}
+
 static void test_node_limit(void)
 {
     ch_ctx *c = ch_ctx_new();
@@ -192,6 +231,7 @@ int main(void)
     RUN(test_functions);
     RUN(test_inspection);
     RUN(test_node_limit);
+    RUN(test_symbol_sets);
     RUN(test_canonical_shuffle);
     ch_ctx_free(ctx);
     return check_summary("test_expr");

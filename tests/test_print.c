@@ -838,6 +838,67 @@ static void test_failures(void)
     ch_buf_free(&b);
 }
 
+/* ---- shared subexpressions (text written once, copied after) --------------- */
+
+static const ch_expr *nest_sin(const ch_expr *e, int n)
+{
+    for (int i = 0; i < n && e; i++) e = fn(CH_F_SIN, e);
+    return e;
+}
+
+static void test_shared_text(void)
+{
+    /* one node in several precedence contexts, and a doubling DAG whose
+     * tree is 2^12 copies of the innermost sum */
+    const ch_expr *s = add(x, fn(CH_F_SIN, y));
+    const ch_expr *e = add(mul(z, fn(CH_F_COS, s)), add(ch_pow_si(ctx, s, 2), mul(s, y)));
+    CHECK_STR(show(e, CH_STYLE_TEXT), "y*(x + sin(y)) + z*cos(x + sin(y)) + (x + sin(y))^2");
+    const ch_expr *d = s;
+    for (int i = 0; i < 12; i++) d = add(fn(CH_F_SIN, d), fn(CH_F_COS, d));
+    ch_buf one, all;
+    ch_buf_init(&one);
+    ch_buf_init(&all);
+    ch_print(&one, s, CH_STYLE_SYMPY);
+    ch_print(&all, d, CH_STYLE_SYMPY);
+    CHECK(!one.oom && !all.oom);
+    size_t copies = 0;
+    for (const char *p = all.s; p && (p = strstr(p, one.s)); p += one.len) copies++;
+    CHECK(copies == 4096);
+    ch_buf_free(&one);
+    ch_buf_free(&all);
+    /* a copy fails where writing the node out again would: c fits the
+     * depth limit at the top, not below 60 more levels (the velocity term
+     * is displayed first, so c is written at the top before it is copied) */
+    const ch_expr *c = nest_sin(x, 2950);
+    ch_buf b;
+    ch_buf_init(&b);
+    ch_print(&b, add(mul(xt, c), nest_sin(c, 60)), CH_STYLE_TEXT);
+    CHECK(b.oom);
+    ch_buf_free(&b);
+    /* exactly: near the limit, sharing c succeeds or fails as an unshared
+     * chain of the same shape (built on y) does */
+    const ch_expr *c2 = nest_sin(y, 2950);
+    int fits = 0, fails = 0, agree = 1;
+    for (int k = 35; k < 60; k++) {
+        ch_buf b1, b2;
+        ch_buf_init(&b1);
+        ch_buf_init(&b2);
+        ch_print(&b1, add(mul(xt, c), nest_sin(c, k)), CH_STYLE_TEXT);
+        ch_print(&b2, add(mul(xt, c), nest_sin(c2, k)), CH_STYLE_TEXT);
+        agree &= b1.oom == b2.oom && (b1.oom || b1.len == b2.len);
+        fits += !b2.oom;
+        fails += b2.oom;
+        ch_buf_free(&b1);
+        ch_buf_free(&b2);
+    }
+    CHECK(agree && fits > 0 && fails > 0);
+    ch_buf_init(&b);
+    ch_print(&b, add(mul(xt, c), nest_sin(c, 20)), CH_STYLE_TEXT);
+    CHECK(!b.oom && b.s && strncmp(b.s, "x'*sin(", 7) == 0);
+    CHECK(b.len == 3 + 2 * (2950 * 5 + 1) + 20 * 5 + 3);
+    ch_buf_free(&b);
+}
+
 /* ---- numeric reference evaluation (independent of eval.c) ------------------ */
 
 static double eval_ref(const ch_expr *e, const double *v)
@@ -1162,6 +1223,7 @@ int main(void)
     RUN(test_constants);
     RUN(test_c_specifics);
     RUN(test_failures);
+    RUN(test_shared_text);
     RUN(test_sympy_roundtrip);
     RUN(test_c_compiles);
     RUN(test_latex_compiles);

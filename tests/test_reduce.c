@@ -12,6 +12,7 @@
 #include "derive.h"
 #include "diff.h"
 #include "eval.h"
+#include "matrix.h"
 #include "subst.h"
 
 #ifndef SRCDIR
@@ -144,6 +145,19 @@ static void test_inline(void)
                      "constraint exp(z' - c*sqrt(x'^2+y'^2)) - 1 = 0\n", 0},
         {"time_dep", "coordinates x y\nlagrangian (x'^2 + y'^2)/2 - x*y\n"
                      "constraint y' = cos(t)*x' + sin(t)\n", 1},
+        /* the 2-trailer of bench/: a triangular constraint block, solved
+         * by substitution (constraints in an order that needs a row
+         * permutation) */
+        {"trailer2", "coordinates x y th0 th1 th2\nparameters m=1 J=0.1 d=1 F0=1\n"
+                     "define x1 = x - d*cos(th1)\ndefine y1 = y - d*sin(th1)\n"
+                     "define x2 = x1 - d*cos(th2)\ndefine y2 = y1 - d*sin(th2)\n"
+                     "lagrangian m/2*(x'^2+y'^2) + J/2*th0'^2 + m/2*(x1'^2+y1'^2)"
+                     " + J/2*th1'^2 + m/2*(x2'^2+y2'^2) + J/2*th2'^2\n"
+                     "constraint -sin(th2)*x2' + cos(th2)*y2' = 0\n"
+                     "constraint -sin(th0)*x' + cos(th0)*y' = 0\n"
+                     "constraint -sin(th1)*x1' + cos(th1)*y1' = 0\n"
+                     "force x = F0*cos(th0)\nforce y = F0*sin(th0)\n"
+                     "dependent y' th1' th2'\n", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ch_ctx *ctx = ch_ctx_new();
@@ -156,8 +170,48 @@ static void test_inline(void)
     }
 }
 
+/* Triangular solves: A X = B checked by multiplying back (zero test),
+ * against the Bareiss solve, and the refusals. */
+static void test_triangular(void)
+{
+    ch_ctx *ctx = ch_ctx_new();
+    const ch_expr *a = ch_symbol(ctx, "a", CH_SYM_COORD, NULL, 0, 0);
+    const ch_expr *b = ch_symbol(ctx, "b", CH_SYM_COORD, NULL, 0, 1);
+    const ch_expr *c = ch_symbol(ctx, "c", CH_SYM_COORD, NULL, 0, 2);
+    const ch_expr *z = ch_zero(ctx), *one = ch_one(ctx);
+    const ch_expr *sa = ch_fun1(ctx, CH_F_SIN, a), *cb = ch_fun1(ctx, CH_F_COS, b);
+    /* lower triangular after swapping rows 0 and 2 and columns 0 and 1 */
+    const ch_expr *A[9] = {
+        ch_add(ctx, a, b), sa, cb,
+        z, ch_add(ctx, cb, ch_num_si(ctx, 2)), c,
+        z, ch_add(ctx, ch_mul(ctx, a, a), one), z};
+    const ch_expr *B[6] = {a, one, b, ch_num_si(ctx, 3), c, sa};
+    const ch_expr *X[6], *Y[6];
+    CHECK(ch_mat_solve_triangular(ctx, 3, A, 2, B, X) == 0);
+    CHECK(ch_mat_solve(ctx, 3, A, 2, B, Y) == 0);
+    const ch_expr *t[3];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t col = 0; col < 2; col++) {
+            for (size_t j = 0; j < 3; j++) t[j] = ch_mul(ctx, A[i * 3 + j], X[j * 2 + col]);
+            const ch_expr *res = ch_sub(ctx, ch_add_n(ctx, 3, t), B[i * 2 + col]);
+            CHECK(ch_zero_test(ctx, res, NULL, NULL, 6).verdict == CH_ZERO_YES);
+            CHECK(ch_zero_test(ctx, ch_sub(ctx, X[i * 2 + col], Y[i * 2 + col]), NULL,
+                               NULL, 6).verdict == CH_ZERO_YES);
+        }
+    /* a full 2x2 block has no row with a single unknown */
+    const ch_expr *F[4] = {a, b, c, one}, *rhs[2] = {one, one}, *W[2];
+    CHECK(ch_mat_solve_triangular(ctx, 2, F, 1, rhs, W) == 1);
+    /* a pivot that is zero but not structurally: refused, Bareiss decides */
+    const ch_expr *s2 = ch_pow_si(ctx, sa, 2), *c2 = ch_pow_si(ctx, ch_fun1(ctx, CH_F_COS, a), 2);
+    const ch_expr *P[4] = {ch_sub(ctx, ch_add(ctx, s2, c2), one), z, a, one};
+    CHECK(ch_mat_solve_triangular(ctx, 2, P, 1, rhs, W) == 1);
+    CHECK(ch_mat_solve(ctx, 2, P, 1, rhs, W) == 1);
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
+    RUN(test_triangular);
     RUN(test_examples);
     RUN(test_inline);
     return check_summary("test_reduce");

@@ -240,7 +240,7 @@ static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
-    if (!e || ch_dag_size(e) > SIMPLIFY_MAX_NODES) return e;
+    if (!e || ch_dag_size_capped(e, SIMPLIFY_MAX_NODES) > SIMPLIFY_MAX_NODES) return e;
     const ch_expr *s = ch_simplify(ctx, e);
     if (!s) ch_ctx_clear_error(ctx);
     return s ? s : e;

@@ -377,10 +377,13 @@ static int newton_d(dsolver *s)
 static int eval_into(ch_ctx *ctx, arb_mat_t A, size_t cnt, size_t cols,
                      const ch_expr *const *e, const arb_struct *sv, slong prec)
 {
+    arb_ptr *dst = malloc((cnt + 1) * sizeof *dst);
+    if (!dst) return -1;
     for (size_t i = 0; i < cnt; i++)
-        if (ch_eval_arb(ctx, arb_mat_entry(A, i / cols, i % cols), e[i], sv, prec))
-            return -1;
-    return 0;
+        dst[i] = arb_mat_entry(A, (slong)(i / cols), (slong)(i % cols));
+    int rc = ch_eval_arb_many(ctx, cnt, e, dst, sv, prec) ? -1 : 0;
+    free(dst);
+    return rc;
 }
 
 /* Newton steps in ball arithmetic (midpoints only) until the correction is
@@ -528,44 +531,68 @@ static int solve_dependent(dsolver *s, flint_rand_t rnd, arb_struct *sv,
  * sampling: accelerations and multipliers
  * ====================================================================== */
 
-static int solve_kkt(const ch_manifold *mf, arb_struct *sv, slong prec)
+/* Evaluates M, Q, h, G and c with one shared cache into the KKT system
+ * A = [M -G^T; G 0], B = [Q - h; -c]; nonzero when one is undefined. */
+static int kkt_fill(const ch_manifold *mf, arb_mat_t A, arb_mat_t B,
+                    arb_struct *sv, slong wp)
 {
     const ch_lagrange *L = mf->lag;
-    ch_ctx *ctx = mf->ctx;
+    size_t n = mf->n, k = mf->k, cnt = n * n + 2 * n + k * n + k, w = 0;
+    const ch_expr **e = malloc(cnt * sizeof *e);
+    arb_ptr *dst = malloc(cnt * sizeof *dst);
+    arb_ptr h = _arb_vec_init((slong)n);
+    int rc = -1;
+    if (!e || !dst) goto out;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            e[w] = L->M[i * n + j];
+            dst[w++] = arb_mat_entry(A, (slong)i, (slong)j);
+        }
+        e[w] = L->Q[i];
+        dst[w++] = arb_mat_entry(B, (slong)i, 0);
+        e[w] = L->h[i];
+        dst[w++] = h + i;
+    }
+    for (size_t a = 0; a < k; a++) {
+        for (size_t i = 0; i < n; i++) {
+            e[w] = L->G[a * n + i];
+            dst[w++] = arb_mat_entry(A, (slong)(n + a), (slong)i);
+        }
+        e[w] = L->c[a];
+        dst[w++] = arb_mat_entry(B, (slong)(n + a), 0);
+    }
+    if (ch_eval_arb_many(mf->ctx, cnt, e, dst, sv, wp)) goto out;
+    for (size_t i = 0; i < n; i++)
+        arb_sub(arb_mat_entry(B, (slong)i, 0), arb_mat_entry(B, (slong)i, 0), h + i, wp);
+    for (size_t a = 0; a < k; a++) {
+        for (size_t i = 0; i < n; i++)
+            arb_neg(arb_mat_entry(A, (slong)i, (slong)(n + a)),
+                    arb_mat_entry(A, (slong)(n + a), (slong)i));
+        arb_neg(arb_mat_entry(B, (slong)(n + a), 0), arb_mat_entry(B, (slong)(n + a), 0));
+    }
+    rc = 0;
+out:
+    free(e);
+    free(dst);
+    _arb_vec_clear(h, (slong)n);
+    return rc;
+}
+
+static int solve_kkt(const ch_manifold *mf, arb_struct *sv, slong prec)
+{
     slong n = (slong)mf->n, k = (slong)mf->k, N = n + k, wp = prec + GUARD_BITS;
     arb_mat_t A, B, X;
     arb_mat_init(A, N, N);
     arb_mat_init(B, N, 1);
     arb_mat_init(X, N, 1);
-    arb_t v;
-    arb_init(v);
     int rc = -1;
-    for (slong i = 0; i < n; i++) {
-        for (slong j = 0; j < n; j++)
-            if (ch_eval_arb(ctx, arb_mat_entry(A, i, j), L->M[i * n + j], sv, wp))
-                goto out;
-        if (ch_eval_arb(ctx, arb_mat_entry(B, i, 0), L->Q[i], sv, wp)
-            || ch_eval_arb(ctx, v, L->h[i], sv, wp))
-            goto out;
-        arb_sub(arb_mat_entry(B, i, 0), arb_mat_entry(B, i, 0), v, wp);
-    }
-    for (slong a = 0; a < k; a++) {
-        for (slong i = 0; i < n; i++) {
-            if (ch_eval_arb(ctx, v, L->G[a * n + i], sv, wp)) goto out;
-            arb_set(arb_mat_entry(A, n + a, i), v);
-            arb_neg(arb_mat_entry(A, i, n + a), v);
-        }
-        if (ch_eval_arb(ctx, v, L->c[a], sv, wp)) goto out;
-        arb_neg(arb_mat_entry(B, n + a, 0), v);
-    }
-    if (!arb_mat_solve(X, A, B, wp)) goto out;
+    if (kkt_fill(mf, A, B, sv, wp) || !arb_mat_solve(X, A, B, wp)) goto out;
     for (slong i = 0; i < n; i++)
         arb_set_round(sv + mf->model->qtt[i]->sym->sid, arb_mat_entry(X, i, 0), prec);
     for (slong a = 0; a < k; a++)
         arb_set_round(sv + mf->lambda[a]->sym->sid, arb_mat_entry(X, n + a, 0), prec);
     rc = 0;
 out:
-    arb_clear(v);
     arb_mat_clear(A);
     arb_mat_clear(B);
     arb_mat_clear(X);
@@ -576,10 +603,10 @@ out:
  * the sampler
  * ====================================================================== */
 
-int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
-                       slong prec)
+/* kkt: also q_tt and lambda (the expensive part for large systems). */
+static int sample(const ch_manifold *mf, flint_rand_t rnd, arb_struct *symval,
+                  slong prec, int kkt)
 {
-    const ch_manifold *mf = manifold;
     const ch_lagrange *L = mf->lag;
     size_t k = mf->k, n = mf->n;
     dsolver s;
@@ -605,7 +632,7 @@ int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
         double vscale = ldexp(1.0, -(tr / 4));
         draw_free(mf, rnd, symval, tr % 2, vscale);
         if (k && solve_dependent(&s, rnd, symval, prec)) continue;
-        if (solve_kkt(mf, symval, prec)) continue;
+        if (kkt && solve_kkt(mf, symval, prec)) continue;
         rc = 0;
     }
 out:
@@ -615,4 +642,16 @@ out:
     free(s.step);
     free(s.trial);
     return rc;
+}
+
+int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
+                       slong prec)
+{
+    return sample(manifold, rnd, symval, prec, 1);
+}
+
+int ch_manifold_sample_state(void *manifold, flint_rand_t rnd,
+                             arb_struct *symval, slong prec)
+{
+    return sample(manifold, rnd, symval, prec, 0);
 }

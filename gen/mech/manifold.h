@@ -44,4 +44,10 @@ int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
 int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
                        slong prec);
 
+/* The same point without q_tt and lambda (they keep whatever values the
+ * caller set): for expressions free of accelerations and multipliers,
+ * which spares the KKT solve, O((n+k)^3) in balls per point. */
+int ch_manifold_sample_state(void *manifold, flint_rand_t rnd,
+                             arb_struct *symval, slong prec);
+
 #endif

@@ -24,6 +24,16 @@ typedef struct {
 
 static const ch_expr **arr(ch_ctx *ctx, size_t n) { return ch_mat_new(ctx, n, 1); }
 
+/* The two substitutions of ch_reduce_on_motion: before the dependent
+ * accelerations are known (v_dep -> alpha only) and after. */
+struct ch_reduce_memo {
+    ch_subst_memo sub[2];
+    int ready[2];
+    const ch_expr **vdep; /* k dependent velocity symbols */
+    ch_diff_dir *xstar;   /* m fields X*_r (explicit alpha), made on use */
+    int *xstar_ready;
+};
+
 /* v_dep -> alpha (explicit) and a_dep -> qtt_dep (when known). */
 const ch_expr *ch_reduce_on_motion(ch_ctx *ctx, const ch_reduced *r,
                                    const ch_expr *F)
@@ -31,7 +41,11 @@ const ch_expr *ch_reduce_on_motion(ch_ctx *ctx, const ch_reduced *r,
     const ch_manifold *mf = r->mf;
     size_t k = r->k, n = 0;
     if (!F) return NULL;
-    if (!k) return F;
+    if (!k || (!r->alpha && !r->qtt_dep)) return F;
+    int which = r->qtt_dep != NULL;
+    struct ch_reduce_memo *memo = r->memo;
+    if (memo && memo->ready[which])
+        return ch_subst_memo_apply(ctx, &memo->sub[which], F);
     const ch_expr **from = arr(ctx, 2 * k), **to = arr(ctx, 2 * k);
     if (!from || !to) return NULL;
     for (size_t nu = 0; nu < k; nu++) {
@@ -44,7 +58,10 @@ const ch_expr *ch_reduce_on_motion(ch_ctx *ctx, const ch_reduced *r,
             to[n++] = r->qtt_dep[nu];
         }
     }
-    return n ? ch_subst(ctx, F, n, from, to) : F;
+    if (!memo) return ch_subst(ctx, F, n, from, to);
+    if (ch_subst_memo_init(ctx, &memo->sub[which], n, from, to)) return NULL;
+    memo->ready[which] = 1;
+    return ch_subst_memo_apply(ctx, &memo->sub[which], F);
 }
 
 const ch_expr *ch_reduce_dt(ch_ctx *ctx, const ch_reduced *r, const ch_expr *F)
@@ -52,39 +69,85 @@ const ch_expr *ch_reduce_dt(ch_ctx *ctx, const ch_reduced *r, const ch_expr *F)
     return ch_reduce_on_motion(ctx, r, ch_diff_t(ctx, F));
 }
 
-/* dF/dx on the manifold: dF/dx + sum_nu dF/dq_t_dep_nu * dalpha_nu/dx, with
- * dalpha/dx given as a column of k entries (stride apart). */
+/* d alpha_nu / d q_j: with explicit alpha computed on first use (only a
+ * few of the k*n entries are ever needed, each a derivative of a large
+ * DAG); with implicit alpha solved for in advance. */
+static const ch_expr *da_dq(ch_ctx *ctx, const ch_reduced *r, size_t nu,
+                            size_t j)
+{
+    const ch_expr **slot = &r->da_dq[nu * r->n + j];
+    if (!*slot && r->alpha) *slot = ch_diff(ctx, r->alpha[nu], r->mf->model->q[j]);
+    return *slot;
+}
+
+/* Does F contain a dependent velocity symbol? */
+static int has_vdep(const ch_reduced *r, const ch_expr *F)
+{
+    if (!r->memo) return r->k > 0; /* not known: take the general path */
+    return r->k && ch_has_any_sym(F, r->k, r->memo->vdep);
+}
+
+/* dF/dx on the manifold: dF/dx + sum_nu dF/dq_t_dep_nu * dalpha_nu/dx, for
+ * x = q_j (vel 0) or x = the independent velocity j (vel 1). */
 static const ch_expr *chain(ch_ctx *ctx, const ch_reduced *r, const ch_expr *F,
-                            const ch_expr *x, const ch_expr *const *da,
-                            size_t stride)
+                            size_t j, int vel)
 {
     const ch_manifold *mf = r->mf;
+    const ch_expr *x = vel ? mf->model->qt[mf->indep[j]] : mf->model->q[j];
+    if (!r->memo || !has_vdep(r, F)) return ch_diff(ctx, F, x);
     const ch_expr **terms = arr(ctx, r->k + 1);
     if (!terms) return NULL;
     terms[0] = ch_diff(ctx, F, x);
-    for (size_t nu = 0; nu < r->k; nu++)
-        terms[nu + 1] = ch_mul(ctx, ch_diff(ctx, F, mf->model->qt[mf->dep[nu]]),
-                               da[nu * stride]);
+    for (size_t nu = 0; nu < r->k; nu++) {
+        const ch_expr *d = ch_diff(ctx, F, mf->model->qt[mf->dep[nu]]);
+        terms[nu + 1] = ch_is_zero(d) ? d
+                      : ch_mul(ctx, d, vel ? r->da_dv[nu * r->m + j] : da_dq(ctx, r, nu, j));
+    }
     return ch_add_n(ctx, r->k + 1, terms);
 }
 
 static const ch_expr *rdiff_q(ch_ctx *ctx, const ch_reduced *r,
                               const ch_expr *F, size_t j)
 {
-    return chain(ctx, r, F, r->mf->model->q[j], r->da_dq + j, r->n);
+    return chain(ctx, r, F, j, 0);
 }
 
 static const ch_expr *rdiff_v(ch_ctx *ctx, const ch_reduced *r,
                               const ch_expr *F, size_t ri)
 {
-    return chain(ctx, r, F, r->mf->model->qt[r->mf->indep[ri]], r->da_dv + ri,
-                 r->m);
+    return chain(ctx, r, F, ri, 1);
+}
+
+/* The vector field X*_r = d/dq_r + dalpha_mu/dq_t_r d/dq_dep_mu. */
+static ch_diff_dir *xstar_field(ch_ctx *ctx, const ch_reduced *r, size_t ri)
+{
+    struct ch_reduce_memo *memo = r->memo;
+    if (memo->xstar_ready[ri]) return &memo->xstar[ri];
+    const ch_manifold *mf = r->mf;
+    const ch_expr **syms = arr(ctx, r->k + 1), **dirs = arr(ctx, r->k + 1);
+    if (!syms || !dirs) return NULL;
+    syms[0] = mf->model->q[mf->indep[ri]];
+    dirs[0] = ch_one(ctx);
+    for (size_t mu = 0; mu < r->k; mu++) {
+        syms[mu + 1] = mf->model->q[mf->dep[mu]];
+        dirs[mu + 1] = r->da_dv[mu * r->m + ri];
+    }
+    if (ch_diff_dir_init(ctx, &memo->xstar[ri], r->k + 1, syms, dirs)) return NULL;
+    memo->xstar_ready[ri] = 1;
+    return &memo->xstar[ri];
 }
 
 const ch_expr *ch_reduce_xstar(ch_ctx *ctx, const ch_reduced *r, size_t ri,
                                const ch_expr *F)
 {
     const ch_manifold *mf = r->mf;
+    if (!F) return NULL;
+    /* explicit alpha and F a function of (t, q, q_t_r): X*_r F is the
+     * derivative along the field, one visit per node of F */
+    if (r->memo && r->alpha && !has_vdep(r, F)) {
+        ch_diff_dir *v = xstar_field(ctx, r, ri);
+        return v ? ch_diff_dir_apply(ctx, v, F) : NULL;
+    }
     const ch_expr **terms = arr(ctx, r->k + 1);
     if (!terms) return NULL;
     terms[0] = rdiff_q(ctx, r, F, (size_t)mf->indep[ri]);
@@ -108,7 +171,8 @@ static int solve_alpha(reducer *s, const ch_expr **A)
         rhs[nu] = ch_neg(ctx, ch_subst(ctx, s->L->phi[nu], k, s->vdep, zeros));
     r->alpha = arr(ctx, k);
     if (!r->alpha) return -1;
-    return ch_mat_solve(ctx, k, A, 1, rhs, r->alpha);
+    int rc = ch_mat_solve_triangular(ctx, k, A, 1, rhs, r->alpha);
+    return rc == 1 ? ch_mat_solve(ctx, k, A, 1, rhs, r->alpha) : rc;
 }
 
 /* Derivatives of alpha: directly when explicit, else by implicit
@@ -122,12 +186,10 @@ static int alpha_derivatives(reducer *s, const ch_expr **A)
     r->da_dq = arr(ctx, k * n);
     r->da_dt = arr(ctx, k);
     if (!r->da_dv || !r->da_dq || !r->da_dt) return -1;
-    if (r->explicit_alpha) {
+    if (r->explicit_alpha) { /* da_dq: on use */
         for (size_t nu = 0; nu < k; nu++) {
             for (size_t ri = 0; ri < m; ri++)
                 r->da_dv[nu * m + ri] = ch_diff(ctx, r->alpha[nu], s->vind[ri]);
-            for (size_t j = 0; j < n; j++)
-                r->da_dq[nu * n + j] = ch_diff(ctx, r->alpha[nu], s->m->q[j]);
             r->da_dt[nu] = ch_diff(ctx, r->alpha[nu], s->m->t);
         }
         return 0;
@@ -143,7 +205,8 @@ static int alpha_derivatives(reducer *s, const ch_expr **A)
             rhs[nu * w + m + j] = ch_neg(ctx, ch_diff(ctx, phi, s->m->q[j]));
         rhs[nu * w + m + n] = ch_neg(ctx, ch_diff(ctx, phi, s->m->t));
     }
-    int rc = ch_mat_solve(ctx, k, A, w, rhs, sol);
+    int rc = ch_mat_solve_triangular(ctx, k, A, w, rhs, sol);
+    if (rc == 1) rc = ch_mat_solve(ctx, k, A, w, rhs, sol);
     if (rc) return rc;
     for (size_t nu = 0; nu < k; nu++) {
         for (size_t ri = 0; ri < m; ri++) r->da_dv[nu * m + ri] = sol[nu * w + ri];
@@ -163,7 +226,10 @@ static int dependent_accelerations(reducer *s)
     const ch_expr **terms = arr(ctx, 1 + n + m);
     r->qtt_dep = arr(ctx, k);
     if (!terms || !r->qtt_dep) return -1;
-    for (size_t nu = 0; nu < k; nu++) {
+    /* explicit alpha(t, q, q_t_r): the sum below is its total time
+     * derivative, which costs one visit per node of alpha */
+    for (size_t nu = 0; nu < k && r->alpha; nu++) r->qtt_dep[nu] = ch_diff_t(ctx, r->alpha[nu]);
+    for (size_t nu = 0; nu < k && !r->alpha; nu++) {
         size_t nt = 0;
         terms[nt++] = r->da_dt[nu];
         for (size_t j = 0; j < n; j++)
@@ -234,11 +300,16 @@ static int equations(reducer *s)
     for (size_t nu = 0; nu < k; nu++)
         for (size_t ri = 0; ri < m; ri++) {
             /* X*_r alpha_nu = dalpha/dq_r + dalpha_mu/dq_t_r dalpha_nu/dq_dep_mu */
-            terms[0] = r->da_dq[nu * n + mf->indep[ri]];
-            for (size_t mu = 0; mu < k; mu++)
-                terms[mu + 1] = ch_mul(ctx, r->da_dv[mu * m + ri],
-                                       r->da_dq[nu * n + mf->dep[mu]]);
-            const ch_expr *xa = ch_add_n(ctx, k + 1, terms);
+            const ch_expr *xa;
+            if (r->alpha) {
+                xa = ch_reduce_xstar(ctx, r, ri, r->alpha[nu]);
+            } else {
+                terms[0] = r->da_dq[nu * n + mf->indep[ri]];
+                for (size_t mu = 0; mu < k; mu++)
+                    terms[mu + 1] = ch_mul(ctx, r->da_dv[mu * m + ri],
+                                           r->da_dq[nu * n + mf->dep[mu]]);
+                xa = ch_add_n(ctx, k + 1, terms);
+            }
             r->B[nu * m + ri] = ch_sub(ctx, ch_reduce_dt(ctx, r, r->da_dv[nu * m + ri]), xa);
         }
     for (size_t ri = 0; ri < m; ri++) {
@@ -272,11 +343,17 @@ static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
     r->n = mf->n;
     r->k = mf->k;
     r->m = mf->m;
-    s->vdep = arr(ctx, r->k);
+    r->memo = ch_ctx_alloc(ctx, sizeof *r->memo);
+    if (!r->memo) return -1;
+    r->memo->xstar = ch_ctx_alloc(ctx, (r->m + 1) * sizeof *r->memo->xstar);
+    r->memo->xstar_ready = ch_ctx_alloc(ctx, (r->m + 1) * sizeof *r->memo->xstar_ready);
+    s->vdep = r->memo->vdep = arr(ctx, r->k);
     s->adep = arr(ctx, r->k);
     s->vind = arr(ctx, r->m);
     s->aind = arr(ctx, r->m);
-    if (!s->vdep || !s->adep || !s->vind || !s->aind) return -1;
+    if (!r->memo->xstar || !r->memo->xstar_ready || !s->vdep || !s->adep
+        || !s->vind || !s->aind)
+        return -1;
     for (size_t nu = 0; nu < r->k; nu++) {
         s->vdep[nu] = s->m->qt[mf->dep[nu]];
         s->adep[nu] = s->m->qtt[mf->dep[nu]];
@@ -286,6 +363,16 @@ static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
         s->aind[ri] = s->m->qtt[mf->indep[ri]];
     }
     return 0;
+}
+
+/* The energy identity holds on the constraint manifold; it involves the
+ * accelerations or multipliers only through implicit alpha, if at all. */
+static ch_sampler identity_sampler(const ch_reduced *r)
+{
+    const ch_expr *e = r->E_identity;
+    if (ch_has_sym_kind(e, CH_SYM_ACC) || ch_has_any_sym(e, r->k, r->mf->lambda))
+        return ch_manifold_sample;
+    return ch_manifold_sample_state;
 }
 
 /* ch_manifold_init has checked the block numerically; this is the
@@ -313,8 +400,7 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     for (size_t nu = 0; nu < k; nu++)
         for (size_t mu = 0; mu < k; mu++) {
             A[nu * k + mu] = s.L->G[nu * r.n + mf->dep[mu]];
-            for (size_t l = 0; l < k; l++)
-                linear &= !ch_has_sym(A[nu * k + mu], s.vdep[l]);
+            linear &= !ch_has_any_sym(A[nu * k + mu], k, s.vdep);
         }
     if (k && linear) {
         int rc = solve_alpha(&s, A);
@@ -327,7 +413,7 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     if (rc > 0) return singular_block(m, pos, err);
     if (rc < 0 || dependent_accelerations(&s) || energies(&s) || equations(&s))
         goto fail;
-    r.E_identity_test = ch_zero_test(ctx, r.E_identity, ch_manifold_sample,
+    r.E_identity_test = ch_zero_test(ctx, r.E_identity, identity_sampler(&r),
                                      (void *)mf, 8);
     *out = r;
     return 0;

@@ -20,7 +20,8 @@ typedef struct ch_reduced {
     int explicit_alpha;       /* alpha solved symbolically */
     const ch_expr **alpha;    /* k, or NULL when implicit */
     const ch_expr **da_dv;    /* k*m: d alpha_nu / d q_t_r */
-    const ch_expr **da_dq;    /* k*n: d alpha_nu / d q_j */
+    const ch_expr **da_dq;    /* k*n: d alpha_nu / d q_j; with explicit alpha
+                                 an entry is NULL until reduce.c needs it */
     const ch_expr **da_dt;    /* k: d alpha_nu / d t */
     const ch_expr **qtt_dep;  /* k: dependent accelerations on motions, in q_tt_r */
     const ch_expr *L_star;    /* 001 eq. 13 */
@@ -34,6 +35,10 @@ typedef struct ch_reduced {
     const ch_expr **M_star;   /* m*m: coefficient of q_tt_s in eqs_r */
     const ch_expr *E_identity;/* E* - E|alpha - sum (alpha_bar - alpha) p* */
     ch_zero_result E_identity_test; /* must be YES */
+    /* Memo of ch_reduce_on_motion (arena-owned, filled on use): every
+     * reduced quantity is restricted to motions, and they share most of
+     * their nodes. */
+    struct ch_reduce_memo *memo;
 } ch_reduced;
 
 int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
