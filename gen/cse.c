@@ -579,9 +579,12 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
     memset(out, 0, sizeof *out);
     ch_buf_init(&out->body);
     for (size_t i = 0; i < n; i++)
-        if (!outs[i])
-            return ch_error_set(err, CH_ERR_MODEL, NULL, 0, 0,
-                                "missing expression for emitted code");
+        if (!outs[i]) { /* a builder failed: pass its reason on (a limit) */
+            const ch_error *ce = ch_ctx_error(ctx);
+            return ch_error_set(err, ce->code ? ce->code : CH_ERR_MODEL, NULL,
+                                0, 0, "%s", ce->code ? ce->msg
+                                : "missing expression for emitted code");
+        }
     out->ref = calloc(n ? n : 1, sizeof *out->ref);
     if (!out->ref || count_before(ctx, n, outs, &out->before))
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");

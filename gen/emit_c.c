@@ -18,6 +18,7 @@
 
 #include "cse.h"
 #include "embedded.h"
+#include "emit_red.h"
 #include "subst.h"
 #include "version.h"
 
@@ -54,6 +55,15 @@ typedef struct {
     ch_opcount before, after;
     ch_error *err;
     int failed;
+    int ham_numeric;          /* hamilton form without symbolic H* */
+    ch_opcount last;          /* operations of the last kernel emitted */
+    ch_opcount dyn_ops;       /* of kn_dyn */
+    unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
+    char acc_note[320];       /* how kn_acc gets the accelerations (header) */
+    const ch_expr **dyn_outs; /* kn_dyn's outputs */
+    size_t ndyn;
+    ch_opcount alpha_ops;     /* of kn_alpha */
+    int fused;                /* kn_acc calls kn_rdyn, which also writes v_dep */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -117,37 +127,54 @@ static int set_names(emitter *e)
         NAME(e->m->qt[i], "v[%zu]", i);
     }
     for (size_t i = 0; i < e->m->np; i++) NAME(e->m->param[i], "p[%zu]", i);
-    if (e->form == CH_FORM_HAMILTON)
+    if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
         for (size_t r = 0; r < e->mi; r++) NAME(e->d->ham.y[r], "x[%zu]", e->n + r);
 #undef NAME
     return 0;
 }
 
-/* static void kn_NAME(t, x, p, v, o): o[i] = outs[i]. */
-static void kernel(emitter *e, const char *name, size_t nout,
-                   const ch_expr *const *outs)
+/* The CSE'd program of a kernel's outputs; 0, or nonzero with the
+ * emitter failed. */
+static int kernel_build(emitter *e, size_t nout, const ch_expr *const *outs,
+                        ch_cse_prog *prog)
 {
-    if (e->failed) return;
-    ch_cse_prog prog;
-    if (ch_cse_build(e->ctx, nout, outs, namer, e, "w", "    ", &prog, e->err)) {
-        ch_cse_prog_free(&prog);
+    if (e->failed) return -1;
+    if (ch_cse_build(e->ctx, nout, outs, namer, e, "w", "    ", prog, e->err)) {
+        ch_cse_prog_free(prog);
         e->failed = 1;
-        return;
+        return -1;
     }
+    return 0;
+}
+
+static void opcount_add(ch_opcount *to, const ch_opcount *c)
+{
+    to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
+}
+
+/* static void kn_NAME(t, x, p, v, o): o[i] = outs[i]; frees prog. */
+static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
+{
     ch_buf *b = &e->kern;
-    ch_buf_printf(b, "/* %zu values; ", nout);
-    ch_opcount_print(b, &prog.after);
+    ch_buf_printf(b, "/* %zu values; ", prog->n);
+    ch_opcount_print(b, &prog->after);
     ch_buf_printf(b, " */\nstatic void kn_%s(double t, const double *x, "
                      "const double *p, const double *v, double *o)\n{\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n", name);
-    ch_buf_put(b, prog.body.s ? prog.body.s : "");
-    for (size_t i = 0; i < nout; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog.ref[i]);
+    ch_buf_put(b, prog->body.s ? prog->body.s : "");
+    for (size_t i = 0; i < prog->n; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog->ref[i]);
     ch_buf_put(b, "}\n\n");
-    e->before.add += prog.before.add, e->before.mul += prog.before.mul;
-    e->before.div += prog.before.div, e->before.call += prog.before.call;
-    e->after.add += prog.after.add, e->after.mul += prog.after.mul;
-    e->after.div += prog.after.div, e->after.call += prog.after.call;
-    ch_cse_prog_free(&prog);
+    opcount_add(&e->before, &prog->before);
+    opcount_add(&e->after, &prog->after);
+    e->last = prog->after;
+    ch_cse_prog_free(prog);
+}
+
+static void kernel(emitter *e, const char *name, size_t nout,
+                   const ch_expr *const *outs)
+{
+    ch_cse_prog prog;
+    if (kernel_build(e, nout, outs, &prog) == 0) kernel_put(e, name, &prog);
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
@@ -169,6 +196,11 @@ static void kernel_dyn(emitter *e)
     for (size_t j = 0; j < n; j++) o[i++] = ch_sub(e->ctx, L->Q[j], L->h[j]);
     for (size_t j = 0; j < k; j++) o[i++] = ch_neg(e->ctx, L->c[j]);
     kernel(e, "dyn", i, o);
+    e->dyn_ops = e->last;
+    e->dyn_outs = o, e->ndyn = i;
+    e->dyn_nz = ch_ctx_alloc(e->ctx, i);
+    if (!e->dyn_nz) e->failed = 1;
+    for (size_t j = 0; e->dyn_nz && j < i; j++) e->dyn_nz[j] = o[j] && !ch_is_zero(o[j]);
 }
 
 /* kn_con: phi (k), then the dependent block of G (k*k). */
@@ -194,6 +226,102 @@ static void put_sizes(emitter *e, ch_buf *b)
                   2 * nk * (nk + 1) + 1, nk + 1);
 }
 
+/* kn_leg: y* (m), then K = d y* by dq'_r (m*m), both along the constraints. */
+static void kernel_leg(emitter *e)
+{
+    size_t mi = e->mi, i = 0;
+    const ch_expr **o = earr(e, mi + mi * mi);
+    if (!o) return;
+    for (size_t r = 0; r < mi; r++) o[i++] = e->d->red.y_star[r];
+    for (size_t j = 0; j < mi * mi; j++) o[i++] = e->d->ham.K[j];
+    kernel(e, "leg", i, o);
+}
+
+/* The numeric inverse of the Legendre map (THEORY §5 when H* has no
+ * closed form): kn_res evaluates y*(v) - y and K at the independent
+ * velocities in v (the dependent ones follow the constraints); kn_inv
+ * solves y*(v) = y. For L* quadratic in the velocities y* is affine, so
+ * one linear solve from any point is exact; otherwise damped Newton with
+ * Jacobian K. The start is v = 0, and where that point fails (0/0 in K,
+ * K singular there, no convergence) a small v along y: a pure function
+ * keeps no previous solution to start from. */
+static void fun_legendre(emitter *e)
+{
+    ch_buf *b = &e->kern;
+    const ch_manifold *mf = &e->d->mf;
+    size_t n = e->n, mi = e->mi;
+    kernel_leg(e);
+    if (e->failed) return;
+    ch_buf_printf(b, "/* o = (y*(v) - y, K); *r = |y*(v) - y|_1. 1 when the dependent\n"
+                     " * velocities fail or a value is not finite. */\n"
+                     "static int kn_res(double t, const double *x, const double *p, double *v,\n"
+                     "                  double *o, double *r)\n{\n"
+                     "    int i;\n"
+                     "    if (kn_dep(t, x, p, v)) return 1;\n"
+                     "    kn_leg(t, x, p, v, o);\n"
+                     "    for (*r = 0.0, i = 0; i < %zu; i++) {\n"
+                     "        o[i] -= x[%zu + i];\n"
+                     "        *r += fabs(o[i]);\n"
+                     "    }\n"
+                     "    for (i = %zu; i < %zu; i++)\n"
+                     "        if (!(fabs(o[i]) <= 1e300)) return 1;\n"
+                     "    return !(*r <= 1e300);\n}\n\n",
+                  mi, n, mi, mi + mi * mi);
+    ch_buf_printf(b, "/* Independent velocities solving y*(t, q, v) = y, dependent ones from\n"
+                     " * the constraints: 0, or 1 when no start converges. */\n"
+                     "static int kn_inv(double t, const double *x, const double *p, double *v)\n{\n"
+                     "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, ysum;\n%s"
+                     "    int piv[%zu], it, i, start;\n"
+                     "    for (ysum = 0.0, i = 0; i < %zu; i++) ysum += fabs(x[%zu + i]);\n"
+                     "    for (start = 0; start < 2; start++) {\n"
+                     "        for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
+                  mi + mi * mi, mi * mi + 1, mi, n,
+                  e->d->ham.quadratic ? "" : "    double lam, step, size;\n",
+                  mi + 1, mi, n, n);
+    for (size_t r = 0; r < mi; r++)
+        ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n",
+                      mf->indep[r], n + r);
+    ch_buf_printf(b, "        if (kn_res(t, x, p, v, o, &r0)) continue;\n"
+                     "        for (it = 0; it < 100; it++) {\n"
+                     "            for (i = 0; i < %zu; i++) d[i] = o[i];\n"
+                     "            if (la_solve(%zu, 1, o + %zu, d, 1, w, piv)) break;\n"
+                     "            for (i = 0; i < %zu; i++) s[i] = v[i];\n",
+                  mi, mi, mi, n);
+    if (e->d->ham.quadratic) {
+        /* y* affine in the velocities: the step lands on the solution. */
+        for (size_t r = 0; r < mi; r++)
+            ch_buf_printf(b, "            v[%d] = s[%d] - d[%zu];\n", mf->indep[r],
+                          mf->indep[r], r);
+        ch_buf_put(b, "            if (kn_res(t, x, p, v, o, &r1)) break;\n"
+                      "            return 0;\n"
+                      "        }\n    }\n    return 1;\n}\n\n");
+        return;
+    }
+    ch_buf_put(b, "            for (lam = 1.0;; lam *= 0.5) {\n"
+                  "                for (i = 0; i < ");
+    ch_buf_printf(b, "%zu; i++) v[i] = s[i];\n", n);
+    for (size_t r = 0; r < mi; r++)
+        ch_buf_printf(b, "                v[%d] = s[%d] - lam * d[%zu];\n", mf->indep[r],
+                      mf->indep[r], r);
+    ch_buf_printf(b, "                if (kn_res(t, x, p, v, o, &r1) == 0 &&\n"
+                     "                    r1 <= (1.0 - 1e-4 * lam) * r0) break;\n"
+                     "                if (lam < 1e-12) break;\n"
+                     "            }\n"
+                     "            if (lam < 1e-12) {\n"
+                     "                /* no decrease at any step: converged to round-off\n"
+                     "                 * or stuck */\n"
+                     "                for (i = 0; i < %zu; i++) v[i] = s[i];\n"
+                     "                if (r0 <= 1e-12 * (1.0 + ysum)) return 0;\n"
+                     "                break;\n"
+                     "            }\n"
+                     "            r0 = r1;\n"
+                     "            for (step = 0.0, i = 0; i < %zu; i++) step += fabs(lam * d[i]);\n"
+                     "            for (size = 1.0, i = 0; i < %zu; i++) size += fabs(v[i]);\n"
+                     "            if (step <= 1e-13 * size) return 0;\n"
+                     "        }\n    }\n    return 1;\n}\n\n",
+                  n, mi, n);
+}
+
 /* static int kn_vel(t, x, p, v): all n velocities from the state, the
  * dependent ones solving the constraints (v's dependent entries are the
  * Newton start for implicit alpha). */
@@ -205,10 +333,12 @@ static void fun_vel(emitter *e)
     size_t n = e->n, k = e->k;
     if (k > 0 && red->explicit_alpha) {
         kernel(e, "alpha", k, red->alpha);
+        e->alpha_ops = e->last;
     } else if (k > 0) {
         kernel_con(e);
     }
-    if (e->form == CH_FORM_HAMILTON) kernel(e, "eta", e->mi, e->d->ham.eta);
+    if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
+        kernel(e, "eta", e->mi, e->d->ham.eta);
     if (e->failed) return;
     ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
                   " * the constraint block is singular or Newton does not converge. */\n"
@@ -262,12 +392,17 @@ static void fun_vel(emitter *e)
                          "        if (step <= 1e-13 * size) return 0;\n"
                          "    }\n    return 1;\n}\n\n", k);
     }
+    if (e->ham_numeric) fun_legendre(e);
     ch_buf_put(b, "/* All n velocities of the state x. */\n"
                   "static int kn_vel(double t, const double *x, const double *p, double *v)\n{\n");
     if (e->form == CH_FORM_FULL) {
         ch_buf_printf(b, "    int i;\n    (void)t; (void)p;\n"
                          "    for (i = 0; i < %zu; i++) v[i] = x[%zu + i];\n    return 0;\n}\n\n",
                       n, n);
+        return;
+    }
+    if (e->ham_numeric) {
+        ch_buf_put(b, "    return kn_inv(t, x, p, v);\n}\n\n");
         return;
     }
     ch_buf_printf(b, "    int i;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
@@ -318,6 +453,29 @@ static void fun_state_from(emitter *e)
                   e->P, e->P);
 }
 
+/* kn_red's outputs: M* (m*m) and f = -(eqs at q_tt_r = 0) (m); NULL on
+ * failure. */
+static const ch_expr **red_outputs(emitter *e)
+{
+    const ch_reduced *red = &e->d->red;
+    const ch_manifold *mf = &e->d->mf;
+    size_t mi = e->mi;
+    const ch_expr **o = earr(e, mi * mi + mi), **from = earr(e, mi), **to = earr(e, mi);
+    if (!o || !from || !to) return NULL;
+    for (size_t r = 0; r < mi; r++) {
+        from[r] = e->m->qtt[mf->indep[r]];
+        to[r] = ch_zero(e->ctx);
+    }
+    for (size_t j = 0; j < mi * mi; j++) o[j] = red->M_star[j];
+    if (ch_subst_many(e->ctx, mi, red->eqs, o + mi * mi, mi, from, to)) {
+        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the reduced equations");
+        e->failed = 1;
+        return NULL;
+    }
+    for (size_t r = 0; r < mi; r++) o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]);
+    return o;
+}
+
 static void fun_rhs(emitter *e)
 {
     ch_buf *b = &e->fun;
@@ -334,19 +492,250 @@ static void fun_rhs(emitter *e)
                       n, k, n * n, n * n + k * n, n * n + k * n + n);
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        dxdt[i] = v[i];\n"
                          "        dxdt[%zu + i] = acc[i];\n    }\n    return 0;\n}\n\n", n, n);
+    } else if (e->fused) {
+        /* kn_acc's kn_rdyn writes v_dep (alpha) along with the dynamics */
+        for (size_t r = 0; r < mi; r++)
+            ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
+        ch_buf_printf(b, "    if (kn_acc(t, x, p, v, dxdt + %zu)) return 1;\n"
+                         "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
+                         "    return 0;\n}\n\n", n, n);
     } else if (e->form == CH_FORM_REDUCED) {
-        ch_buf_printf(b, "    double o[%zu], w[%zu];\n    int piv[%zu];\n",
-                      mi * mi + mi, mi * mi + 1, mi + 1);
-        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n    kn_red(t, x, p, v, o);\n");
-        ch_buf_printf(b, "    if (la_solve(%zu, 1, o, o + %zu, 1, w, piv)) return 1;\n", mi, mi * mi);
-        ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
-                         "    for (i = 0; i < %zu; i++) dxdt[%zu + i] = o[%zu + i];\n"
-                         "    return 0;\n}\n\n", n, mi, n, mi * mi);
+        ch_buf_printf(b, "    if (kn_vel(t, x, p, v) || kn_acc(t, x, p, v, dxdt + %zu)) return 1;\n"
+                         "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
+                         "    return 0;\n}\n\n", n, n);
+    } else if (e->ham_numeric) {
+        /* y_t = K v_t + (d y* by dq) q_t + d y* by dt: the image of the
+         * reduced flow under the Legendre map. */
+        ch_buf_printf(b, "    double o[%zu], vt[%zu];\n"
+                         "    if (kn_vel(t, x, p, v) || kn_acc(t, x, p, v, vt)) return 1;\n"
+                         "    kn_hyt(t, x, p, v, o);\n"
+                         "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
+                         "    for (i = 0; i < %zu; i++) {\n"
+                         "        double s = o[%zu + i];\n"
+                         "        int j;\n"
+                         "        for (j = 0; j < %zu; j++) s += o[i * %zu + j] * vt[j];\n"
+                         "        dxdt[%zu + i] = s;\n    }\n"
+                         "    return 0;\n}\n\n",
+                      mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
     } else {
         ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    kn_ham(t, x, p, v, dxdt + %zu);\n    return 0;\n}\n\n", n, n);
     }
+}
+
+static double opcount_total(const ch_opcount *c)
+{
+    return c->add + c->mul + c->div + c->call;
+}
+
+/* The solve of M* vt = f for the symbolic path, into code (vt holds f);
+ * its operations are added to ops. */
+static void symbolic_solve(emitter *e, const ch_expr *const *outs, ch_buf *code,
+                           ch_opcount *ops)
+{
+    size_t mi = e->mi;
+    char fallback[96];
+    snprintf(fallback, sizeof fallback, "return la_solve(%zu, 1, o, vt, 1, w, piv);", mi);
+    if (mi > CH_SPD_UNROLL_MAX) {
+        ch_buf_printf(code, "    %s\n", fallback);
+        ch_la_solve_ops(mi, 1, ops);
+        return;
+    }
+    unsigned char *anz = ch_ctx_alloc(e->ctx, mi * mi + 1);
+    if (!anz) {
+        e->failed = 1;
+        return;
+    }
+    for (size_t j = 0; j < mi * mi; j++) anz[j] = !ch_is_zero(outs[j]);
+    ch_emit_spd_solve(code, mi, "o[%zu]", "vt[%zu]", anz, fallback, ops);
+    ch_buf_put(code, "    return 0;\n");
+}
+
+/* kn_acc from the symbolic reduced equations: kn_red, then M* solved. */
+static void acc_symbolic(emitter *e, ch_cse_prog *prog, const ch_buf *solve)
+{
+    size_t mi = e->mi;
+    kernel_put(e, "red", prog);
+    ch_buf_printf(&e->kern, "/* Independent accelerations: 0, or 1 when M* is singular. */\n"
+                     "static int kn_acc(double t, const double *x, const double *p, const double *v,\n"
+                     "                  double *vt)\n{\n"
+                     "    double o[%zu], w[%zu];\n    int piv[%zu], i;\n"
+                     "    kn_red(t, x, p, v, o);\n"
+                     "    for (i = 0; i < %zu; i++) vt[i] = o[%zu + i];\n",
+                  mi * mi + mi, mi * mi + 1, mi + 1, mi, mi * mi);
+    ch_buf_put(&e->kern, solve->s ? solve->s : "");
+    ch_buf_put(&e->kern, "}\n\n");
+}
+
+/* Rough time of straight-line code in additions: a call of sin, cos, exp
+ * costs tens of additions and a division several, so substituting alpha
+ * into the dynamics pays when it saves a call for a few more products. */
+static double call_cost(const ch_opcount *c)
+{
+    return c->add + c->mul + 4.0 * c->div + 20.0 * c->call;
+}
+
+/* kn_rdyn(t, x, p, v, o): kn_dyn's outputs with the dependent velocities
+ * replaced by explicit alpha, plus alpha itself written to v's dependent
+ * entries, as one CSE'd program. The reduced rhs then evaluates what
+ * alpha and the dynamics share (sin and cos of the angles, the common
+ * denominator) once and in one function, where compilers also pair sin
+ * with cos. Kept only when it performs fewer operations than kn_alpha and
+ * kn_dyn together, calls weighted as call_cost does; 1 when emitted (its
+ * operations in *ops). */
+static int kernel_rdyn(emitter *e, ch_opcount *ops)
+{
+    const ch_reduced *red = &e->d->red;
+    const ch_manifold *mf = &e->d->mf;
+    size_t k = e->k, nd = e->ndyn;
+    if (e->failed || !e->dyn_outs || !red->explicit_alpha || !red->alpha) return 0;
+    const ch_expr **o = earr(e, nd + k), **from = earr(e, k);
+    if (!o || !from) return 0;
+    for (size_t nu = 0; nu < k; nu++) from[nu] = e->m->qt[mf->dep[nu]];
+    /* an expression limit here only means no fusion */
+    if (ch_subst_many(e->ctx, nd, e->dyn_outs, o, k, from, red->alpha)) return 0;
+    for (size_t nu = 0; nu < k; nu++) o[nd + nu] = red->alpha[nu];
+    ch_cse_prog prog;
+    ch_error scratch;
+    memset(&scratch, 0, sizeof scratch);
+    /* a node limit here, too, only means no fusion */
+    if (ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &prog, &scratch)) {
+        ch_cse_prog_free(&prog);
+        return 0;
+    }
+    if (call_cost(&prog.after) >= call_cost(&e->dyn_ops) + call_cost(&e->alpha_ops)) {
+        ch_cse_prog_free(&prog);
+        return 0;
+    }
+    ch_buf *b = &e->kern;
+    ch_buf_printf(b, "/* kn_dyn's %zu values at v_dep = alpha, and alpha into v; ", nd);
+    ch_opcount_print(b, &prog.after);
+    ch_buf_put(b, " */\nstatic void kn_rdyn(double t, const double *x, const double *p, "
+                  "double *v, double *o)\n{\n    (void)t; (void)x; (void)p; (void)v;\n");
+    ch_buf_put(b, prog.body.s ? prog.body.s : "");
+    for (size_t i = 0; i < nd; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog.ref[i]);
+    for (size_t nu = 0; nu < k; nu++)
+        ch_buf_printf(b, "    v[%d] = %s;\n", mf->dep[nu], prog.ref[nd + nu]);
+    ch_buf_put(b, "}\n\n");
+    opcount_add(&e->before, &prog.before);
+    opcount_add(&e->after, &prog.after);
+    *ops = prog.after;
+    ch_cse_prog_free(&prog);
+    return 1;
+}
+
+/* static int kn_acc(t, x, p, v, vt): the independent accelerations of the
+ * reduced equations at the velocities v (THEORY §4), either from the
+ * symbolic reduced right side (kn_red) or by small numeric solves on the
+ * full form's M, G, b, r (emit_red.h), whichever performs fewer counted
+ * operations per call (both CSE'd, the solves counted too; kn_dyn is
+ * emitted anyway for the multiplier columns). Without constraints the two
+ * coincide and the symbolic one is kept. */
+static void fun_acc(emitter *e)
+{
+    const ch_expr **outs = red_outputs(e);
+    ch_cse_prog prog;
+    if (!outs || kernel_build(e, e->mi * e->mi + e->mi, outs, &prog)) return;
+    ch_opcount sym = prog.after, num = e->dyn_ops;
+    ch_buf code, solve;
+    ch_buf_init(&code);
+    ch_buf_init(&solve);
+    symbolic_solve(e, outs, &solve, &sym);
+    int tri = 0, use_num = 0;
+    if (e->k > 0 && e->dyn_nz) {
+        ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
+                          "kn_dyn"};
+        if (ch_emit_reduced_numeric(&in, &code, &num, &tri)) {
+            e->failed = 1;
+            ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        }
+        use_num = !e->failed && opcount_total(&num) < opcount_total(&sym);
+    }
+    ch_opcount fused_ops;
+    if (use_num && e->form == CH_FORM_REDUCED && kernel_rdyn(e, &fused_ops)) {
+        /* the rhs gets v_dep from kn_acc's kn_rdyn instead of kn_alpha */
+        e->fused = 1;
+        num.add += fused_ops.add - e->dyn_ops.add - e->alpha_ops.add;
+        num.mul += fused_ops.mul - e->dyn_ops.mul - e->alpha_ops.mul;
+        num.div += fused_ops.div - e->dyn_ops.div - e->alpha_ops.div;
+        num.call += fused_ops.call - e->dyn_ops.call - e->alpha_ops.call;
+        /* the same solve, calling the fused kernel */
+        ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
+                          "kn_rdyn"};
+        ch_opcount again = {0, 0, 0, 0};
+        ch_buf_free(&code);
+        ch_buf_init(&code);
+        if (ch_emit_reduced_numeric(&in, &code, &again, &tri)) {
+            e->failed = 1;
+            ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        }
+    }
+    if (use_num) {
+        ch_cse_prog_free(&prog);
+        ch_buf_put(&e->kern, code.s ? code.s : "");
+        opcount_add(&e->after, &num);
+        /* kn_dyn is already in the totals: count only the solve */
+        opcount_add(&e->after, &(ch_opcount){-e->dyn_ops.add, -e->dyn_ops.mul,
+                                             -e->dyn_ops.div, -e->dyn_ops.call});
+    } else if (!e->failed) {
+        acc_symbolic(e, &prog, &solve);
+        /* the solve's operations, beside kn_red's counted by kernel_put */
+        opcount_add(&e->after, &(ch_opcount){sym.add - e->last.add, sym.mul - e->last.mul,
+                                             sym.div - e->last.div, sym.call - e->last.call});
+    } else {
+        ch_cse_prog_free(&prog);
+    }
+    if (code.oom || solve.oom) {
+        e->failed = 1;
+        ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    }
+    ch_buf_free(&code);
+    ch_buf_free(&solve);
+    if (e->failed) return;
+    if (e->k == 0) {
+        snprintf(e->acc_note, sizeof e->acc_note,
+                 "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
+        return;
+    }
+    snprintf(e->acc_note, sizeof e->acc_note,
+             "%s, %.0f operations per call (%s: %.0f; symbolic reduced right side "
+             "and M* solve: %.0f)",
+             use_num ? "numeric" : "symbolic",
+             opcount_total(use_num ? &num : &sym),
+             tri ? "numeric, M G b r with triangular G_d substitution"
+                 : "numeric, M G b r with an LU solve for G_d",
+             opcount_total(&num), opcount_total(&sym));
+}
+
+/* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does
+ * not come from the independent accelerations (m). */
+static void kernel_hyt(emitter *e)
+{
+    ch_ctx *ctx = e->ctx;
+    const ch_reduced *red = &e->d->red;
+    const ch_manifold *mf = &e->d->mf;
+    size_t mi = e->mi;
+    const ch_expr **o = earr(e, mi * mi + mi), **dt = earr(e, mi);
+    const ch_expr **from = earr(e, mi), **to = earr(e, mi);
+    if (!o || !dt || !from || !to) return;
+    for (size_t r = 0; r < mi; r++) {
+        from[r] = e->m->qtt[mf->indep[r]];
+        to[r] = ch_zero(ctx);
+        if (!(dt[r] = ch_reduce_dt(ctx, red, red->y_star[r]))) {
+            e->failed = 1;
+            ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0,
+                         "expression limit in the time derivative of y*");
+            return;
+        }
+    }
+    for (size_t j = 0; j < mi * mi; j++) o[j] = e->d->ham.K[j];
+    if (ch_subst_many(ctx, mi, dt, o + mi * mi, mi, from, to)) {
+        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the time derivative of y*");
+        e->failed = 1;
+        return;
+    }
+    kernel(e, "hyt", mi * mi + mi, o);
 }
 
 static void fun_energy_vel(emitter *e)
@@ -428,28 +817,6 @@ static void fun_project(emitter *e)
                      "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
                      "    }\n    return 0;\n}\n",
                   n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
-}
-
-/* kn_red: M* (m*m) and f = -(eqs at q_tt_r = 0) (m). */
-static void kernel_red(emitter *e)
-{
-    const ch_reduced *red = &e->d->red;
-    const ch_manifold *mf = &e->d->mf;
-    size_t mi = e->mi;
-    const ch_expr **o = earr(e, mi * mi + mi), **from = earr(e, mi), **to = earr(e, mi);
-    if (!o || !from || !to) return;
-    for (size_t r = 0; r < mi; r++) {
-        from[r] = e->m->qtt[mf->indep[r]];
-        to[r] = ch_zero(e->ctx);
-    }
-    for (size_t j = 0; j < mi * mi; j++) o[j] = red->M_star[j];
-    if (ch_subst_many(e->ctx, mi, red->eqs, o + mi * mi, mi, from, to)) {
-        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the reduced equations");
-        e->failed = 1;
-        return;
-    }
-    for (size_t r = 0; r < mi; r++) o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]);
-    kernel(e, "red", mi * mi + mi, o);
 }
 
 /* ---- names, header, assembly ------------------------------------------------ */
@@ -595,6 +962,17 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
     put_comment_ident(b, e->m->name);
     ch_buf_printf(b, ", form %s: n = %zu coordinates, k = %zu constraints, state size %zu.\n",
                   ch_form_name(e->form), e->n, e->k, e->nx);
+    if (e->acc_note[0]) {
+        ch_buf_put(b, " * independent accelerations: ");
+        ch_buf_put(b, e->acc_note);
+        ch_buf_put(b, ".\n");
+    }
+    if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
+        ch_buf_put(b, " * Legendre map inverted symbolically (closed-form H*).\n");
+    else if (e->form == CH_FORM_HAMILTON)
+        ch_buf_printf(b, " * Legendre map inverted numerically (no closed-form H*): %s.\n",
+                      e->d->ham.quadratic ? "L* quadratic in the velocities, one linear solve"
+                                          : "damped Newton with Jacobian K");
     ch_buf_put(b, " * operations before CSE (outputs as trees): ");
     ch_opcount_print(b, &e->before);
     ch_buf_put(b, "\n * operations after CSE (straight-line code): ");
@@ -620,7 +998,9 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                             "underscores, at most 64 characters, not starting with a digit)",
                             prefix);
     e.P = prefix;
-    if (form == CH_FORM_HAMILTON && !d->ham.exists)
+    e.ham_numeric = form == CH_FORM_HAMILTON && !d->ham.exists && !d->ham.degenerate &&
+                    d->ham.K && d->red.y_star && (e.k == 0 || d->red.M_star);
+    if (form == CH_FORM_HAMILTON && !d->ham.exists && !e.ham_numeric)
         return ch_error_set(err, CH_ERR_MODEL, e.m->file, 0, 0,
                             "the Hamiltonian form does not exist for model %s: %s",
                             e.m->name, d->ham.reason ? d->ham.reason : "no H*");
@@ -639,8 +1019,9 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (need_dyn) kernel_dyn(&e);
     fun_vel(&e);
     if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
-    if (form == CH_FORM_REDUCED) kernel_red(&e);
-    if (form == CH_FORM_HAMILTON) kernel(&e, "ham", e.mi, d->ham.yt);
+    if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
+    if (e.ham_numeric) kernel_hyt(&e);
+    else if (form == CH_FORM_HAMILTON) kernel(&e, "ham", e.mi, d->ham.yt);
     fun_state_from(&e);
     fun_rhs(&e);
     fun_energy_vel(&e);
@@ -662,7 +1043,7 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         put_decls(&e, source);
         ch_buf_put(source, "\n");
         put_tables(&e, source);
-        if (form != CH_FORM_HAMILTON || e.k > 0)
+        if (form != CH_FORM_HAMILTON || e.k > 0 || e.ham_numeric)
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");

@@ -51,6 +51,15 @@
  * failure returns 1. A constraint with several roots may therefore land
  * on another branch than the initial state's when the root is not the
  * one nearest 0.
+ * Independent accelerations (reduced form, numeric hamilton form): from
+ * the symbolic reduced right side or by small numeric solves on M, G, b, r
+ * (emit_red.h), whichever counts fewer operations; M* by an unrolled
+ * L D L^T for m <= 8. Hamilton form without a closed-form H*: kn_vel
+ * solves y*(t, q, v) = y for the independent velocities (one linear solve
+ * when L* is quadratic, damped Newton with Jacobian K otherwise, from
+ * v = 0 and then from a small v along y; failure returns 1), and
+ * y*' = K v' + (d y* by dq) q' + d y* by dt. The header comment names the
+ * choices and the operation counts.
  * Work arrays are local (stack) arrays of fixed size, O((n+k)^2) doubles. */
 #ifndef CH_EMIT_C_H
 #define CH_EMIT_C_H
@@ -65,9 +74,10 @@ int ch_form_parse(const char *name);
 const char *ch_form_name(ch_form f);
 
 /* Writes PREFIX.h into header and PREFIX.c into source. prefix NULL means
- * MODEL_FORM. The form must exist for the model (hamilton needs H* or the
- * Legendre data; reduced and hamilton need k >= 1 or are the plain
- * Lagrangian forms for k = 0); otherwise CH_ERR_MODEL with the reason. */
+ * MODEL_FORM. The form must exist for the model (hamilton needs a Legendre
+ * map that is not identically degenerate; reduced and hamilton need k >= 1
+ * or are the plain Lagrangian forms for k = 0); otherwise CH_ERR_MODEL
+ * with the reason. */
 int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source,
               ch_error *err);

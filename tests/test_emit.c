@@ -15,6 +15,7 @@
 #include "gen/compile.h"
 #include "gen/cse.h"
 #include "gen/emit_c.h"
+#include "gen/emit_red.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."
@@ -72,7 +73,10 @@ static int emit_model(const char *path, const char *text, emitted *out,
         ch_error_clear(&err);
         rc = ch_emit_c(ctx, d, (ch_form)f, NULL, &out->h[f], &out->c[f], &err);
         out->ok[f] = rc == 0;
-        if (f == CH_FORM_HAMILTON && !d->ham.exists) {
+        /* Only a degenerate Legendre map leaves a model without the
+         * hamilton form; without a closed-form H* it is inverted
+         * numerically. */
+        if (f == CH_FORM_HAMILTON && d->ham.degenerate) {
             CHECK_MSG(rc == CH_ERR_MODEL && strstr(err.msg, "Hamiltonian"), "%s: %s", path, err.msg);
         } else {
             CHECK_MSG(rc == 0, "%s %s: %s", path, ch_form_name((ch_form)f), err.msg);
@@ -399,6 +403,232 @@ static void test_integrals(void)
     integ_model("integ0.nh", integ0_text, "integ0", nout0);
 }
 
+/* The hamilton form where H* has no closed form: the Legendre map is
+ * inverted numerically in the emitted code (one linear solve for L*
+ * quadratic, damped Newton otherwise), the header says which, and the
+ * harness of check_model compares it with the full and reduced forms
+ * (velocities, accelerations, y*' against a difference quotient). */
+static const char chain5_text[] = /* m = 5 > CH_HAMILTON_MAX_M */
+    "model chain5\ncoordinates a1 a2 a3 a4 a5\nparameters m=1 l=1 g=9.81\n"
+    "define x1 = l*sin(a1)\ndefine y1 = -l*cos(a1)\n"
+    "define x2 = x1 + l*sin(a2)\ndefine y2 = y1 - l*cos(a2)\n"
+    "define x3 = x2 + l*sin(a3)\ndefine y3 = y2 - l*cos(a3)\n"
+    "define x4 = x3 + l*sin(a4)\ndefine y4 = y3 - l*cos(a4)\n"
+    "define x5 = x4 + l*sin(a5)\ndefine y5 = y4 - l*cos(a5)\n"
+    "lagrangian m/2*(x1'^2 + y1'^2 + x2'^2 + y2'^2 + x3'^2 + y3'^2 + x4'^2 + y4'^2"
+    " + x5'^2 + y5'^2) - m*g*(y1 + y2 + y3 + y4 + y5)\n"
+    "initial a1=0.1 a2=0.2 a3=0.3 a4=0.4 a5=0.5 a1'=1 a5'=-1\n";
+/* k = 0, L quartic in the velocities, with a gyroscopic term. */
+static const char quartic_text[] =
+    "model quartic\ncoordinates x y\nparameters b=0.7 k=2\n"
+    "lagrangian (x'^2 + y'^2)/2 + b/4*(x'^2 + y'^2)^2 - k/2*(x^2 + y^2) + x*y'\n"
+    "initial x=0.3 x'=1.6 y'=-0.5\n";
+/* k = 1, implicit alpha and L* not quadratic in the independent velocities. */
+static const char implicit_text[] =
+    "model impl\ncoordinates x y z\nparameters g=9.81 c=0.3\n"
+    "lagrangian (x'^2 + y'^2 + z'^2)/2 + (x'^4)/12 - g*z\n"
+    "constraint z' + z'^3/3 = c*x' + y*x'^2\ndependent z'\n"
+    "initial x=0.1 y=0.2 x'=1 y'=0.5\n";
+
+static int has_hamilton_note(const emitted *e, const char *what)
+{
+    return e->ok[CH_FORM_HAMILTON] && strstr(e->c[CH_FORM_HAMILTON].s, what) &&
+           strstr(e->h[CH_FORM_HAMILTON].s, what);
+}
+
+static void numeric_model(const char *name, const char *text, const char *how)
+{
+    char path[64];
+    snprintf(path, sizeof path, "%s.nh", name);
+    check_model(path, text, name);
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    if (emit_model(path, text, &e, &d, &ctx)) return;
+    CHECK_MSG(!d->ham.exists && e.ok[CH_FORM_HAMILTON], "%s: hamilton form", name);
+    CHECK_MSG(has_hamilton_note(&e, "Legendre map inverted numerically") &&
+                  has_hamilton_note(&e, how),
+              "%s: header does not say '%s'", name, how);
+    emitted_free(&e);
+    ch_ctx_free(ctx);
+}
+
+static void test_hamilton_numeric(void)
+{
+    numeric_model("chain5", chain5_text, "one linear solve");
+    numeric_model("quartic", quartic_text, "damped Newton");
+    numeric_model("impl", implicit_text, "damped Newton");
+    /* Where H* is symbolic the emitted code keeps using it. */
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    if (emit_model(SRCDIR "/examples/knife_edge.nh", NULL, &e, &d, &ctx) == 0) {
+        CHECK(d->ham.exists && has_hamilton_note(&e, "inverted symbolically"));
+        CHECK(strstr(e.c[CH_FORM_HAMILTON].s, "kn_inv") == NULL);
+        emitted_free(&e);
+        ch_ctx_free(ctx);
+    }
+    /* A degenerate Legendre map (constant speed) still has no hamilton form. */
+    static const char speed[] =
+        "model speed\ncoordinates x y\nlagrangian (x'^2 + y'^2)/2\n"
+        "constraint x'^2 + y'^2 = 1\ndependent y'\ninitial x'=0.6 y'=0.8\n";
+    if (emit_model("speed.nh", speed, &e, &d, &ctx) == 0) {
+        CHECK(d->ham.degenerate && !e.ok[CH_FORM_HAMILTON]);
+        emitted_free(&e);
+        ch_ctx_free(ctx);
+    }
+}
+
+/* Newton failure: y = x' / sqrt(1 + x'^2) only reaches (-1, 1), so at
+ * y_x = 2 the Legendre map has no inverse and the rhs must say so (and
+ * return, not loop); inside the range it inverts exactly. */
+static void test_hamilton_newton_failure(void)
+{
+    static const char text[] =
+        "model bounded\ncoordinates x\nlagrangian sqrt(1 + x'^2)\ninitial x'=0\n";
+    ch_ctx *ctx = ch_ctx_new();
+    ch_model *m;
+    ch_derivation *d;
+    ch_error err;
+    ch_error_clear(&err);
+    if (ch_model_parse(ctx, "bounded.nh", text, strlen(text), &m, &err) ||
+        ch_derive(ctx, m, &d, &err)) {
+        CHECK_MSG(0, "bounded: %s", err.msg);
+        ch_ctx_free(ctx);
+        return;
+    }
+    ch_compiled *c;
+    int rc = ch_compile_form(ctx, d, CH_FORM_HAMILTON, NULL, CH_COMPILER_TCC, &c, &err);
+    CHECK_MSG(rc == 0, "bounded hamilton: %s", err.msg);
+    if (rc == 0) {
+        const chrt_system *s = &c->sys;
+        double x[2] = {0.0, 0.6}, dx[2], v[1];
+        CHECK(s->velocities(0.0, x, s->param_defaults, v) == 0);
+        CHECK_NEAR(v[0], 0.75, 1e-14); /* 0.6 = v / sqrt(1 + v^2) */
+        CHECK(s->rhs(0.0, x, s->param_defaults, dx) == 0);
+        CHECK_NEAR(dx[0], 0.75, 1e-14);
+        CHECK_NEAR(dx[1], 0.0, 1e-14);
+        x[1] = 2.0;
+        CHECK(s->velocities(0.0, x, s->param_defaults, v) != 0);
+        CHECK(s->rhs(0.0, x, s->param_defaults, dx) != 0);
+        CHECK(s->energy(0.0, x, s->param_defaults) == HUGE_VAL);
+        ch_compiled_free(c);
+    }
+    ch_ctx_free(ctx);
+}
+
+/* The reduced right side: symbolic (kn_red) or by small numeric solves
+ * on M, G, b, r (emit_red.h), whichever has fewer counted operations;
+ * the header states both counts and the choice. */
+static const char trailer2_text[] = /* bench/gen_trailer.py 2: G_d triangular */
+    "model trailer2\ncoordinates x y th0 th1 th2\nparameters m=1 J=0.1 d=1 F0=1\n"
+    "define x1 = x - d*cos(th1)\ndefine y1 = y - d*sin(th1)\n"
+    "define x2 = x1 - d*cos(th2)\ndefine y2 = y1 - d*sin(th2)\n"
+    "lagrangian m/2*(x'^2 + y'^2) + J/2*th0'^2 + m/2*(x1'^2 + y1'^2) + J/2*th1'^2"
+    " + m/2*(x2'^2 + y2'^2) + J/2*th2'^2\n"
+    "constraint -sin(th0)*x' + cos(th0)*y' = 0\n"
+    "constraint -sin(th1)*x1' + cos(th1)*y1' = 0\n"
+    "constraint -sin(th2)*x2' + cos(th2)*y2' = 0\n"
+    "force x = F0*cos(th0)\nforce y = F0*sin(th0)\n"
+    "dependent y' th1' th2'\ninitial x'=1 th0'=0.1\n";
+static const char coupled_text[] = /* G_d not triangular in any order */
+    "model coupled\ncoordinates x y z u w\nparameters k=1\n"
+    "lagrangian (x'^2 + 2*y'^2 + z'^2 + u'^2 + w'^2)/2 - k*(x^2 + y^2)/2\n"
+    "constraint cos(x)*u' + sin(y)*w' + 2*z' = x'\n"
+    "constraint sin(x)*u' - cos(y)*w' + z' = y'\n"
+    "constraint 3*u' + w' + cos(z)*z' = 0\n"
+    "dependent u' w' z'\ninitial x=0.1 y=0.2 x'=1 y'=0.5\n";
+
+/* The header's note agrees with the code and the choice is the cheaper. */
+static void check_acc_choice(const char *name, const char *code, const char *solve)
+{
+    const char *note = strstr(code, " * independent accelerations: ");
+    CHECK_MSG(note != NULL, "%s: no note on the accelerations", name);
+    if (!note) return;
+    char kind[16] = "", how[200] = "";
+    double chosen = -1, num = -1, sym = -1;
+    int got = sscanf(note, " * independent accelerations: %15[a-z], %lf operations per call "
+                     "(numeric, %199[^:]: %lf; symbolic reduced right side and M* solve: %lf)",
+                     kind, &chosen, how, &num, &sym);
+    CHECK_MSG(got == 5, "%s: note '%.200s'", name, note);
+    if (got != 5) return;
+    int numeric = strcmp(kind, "numeric") == 0;
+    CHECK_MSG(numeric ? num < sym && chosen == num : sym <= num && chosen == sym,
+              "%s: chose %s at %g (numeric %g, symbolic %g)", name, kind, chosen, num, sym);
+    CHECK_MSG(strstr(how, solve) != NULL, "%s: '%s' lacks '%s'", name, how, solve);
+    /* the code matches the note */
+    CHECK(numeric == (strstr(code, "static void kn_red(") == NULL));
+    if (numeric)
+        CHECK(strstr(how, "triangular") ? strstr(code, "d = 1.0 / o[") != NULL
+                                        : strstr(code, "Gd[") != NULL);
+}
+
+static void acc_model(const char *name, const char *path, const char *text,
+                      const char *solve, int want_numeric)
+{
+    check_model(path, text, name); /* gcc, tcc, harness: reduced vs full accelerations */
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    if (emit_model(path, text, &e, &d, &ctx)) return;
+    check_acc_choice(name, e.c[CH_FORM_REDUCED].s, solve);
+    if (want_numeric >= 0)
+        CHECK_MSG((strstr(e.c[CH_FORM_REDUCED].s, "accelerations: numeric") != NULL) ==
+                      want_numeric, "%s: numeric %d expected", name, want_numeric);
+    emitted_free(&e);
+    ch_ctx_free(ctx);
+}
+
+static void test_reduced_numeric(void)
+{
+    acc_model("trailer2", "trailer2.nh", trailer2_text, "triangular", 1);
+    acc_model("coupled", "coupled.nh", coupled_text, "LU solve", 1);
+    acc_model("knife_edge", SRCDIR "/examples/knife_edge.nh", NULL, "triangular", -1);
+    acc_model("pars_affine", SRCDIR "/examples/pars_affine.nh", NULL, "triangular", -1);
+}
+
+/* ch_emit_spd_solve: the unrolled L D L^T against known solutions, with
+ * zero entries skipped, and its fallback for an indefinite matrix. */
+static void test_spd_solve(void)
+{
+    /* 4 x 4 SPD with a zero pair (0, 3), and a diagonal 3 x 3 */
+    static const unsigned char nz4[16] = {1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1};
+    static const unsigned char nz3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    ch_buf h;
+    ch_buf_init(&h);
+    ch_opcount ops4 = {0, 0, 0, 0}, ops3 = {0, 0, 0, 0};
+    ch_buf_put(&h, "#include <math.h>\n#include <stdio.h>\n"
+                   "static int s4(const double *A, double *f)\n{\n");
+    ch_emit_spd_solve(&h, 4, "A[%zu]", "f[%zu]", nz4, "return 2;", &ops4);
+    ch_buf_put(&h, "    return 0;\n}\nstatic int s3(const double *A, double *f)\n{\n");
+    ch_emit_spd_solve(&h, 3, "A[%zu]", "f[%zu]", nz3, "return 2;", &ops3);
+    ch_buf_put(&h,
+        "    return 0;\n}\nint main(void)\n{\n"
+        "    const double A[16] = {4, 1, 0.5, 0, 1, 3, 0.2, 0.1, 0.5, 0.2, 2, 0.3, 0, 0.1, 0.3, 1};\n"
+        "    const double x[4] = {1, -2, 0.5, 3};\n"
+        "    const double B[16] = {1, 2, 0, 0, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};\n"
+        "    const double D[9] = {2, 0, 0, 0, 4, 0, 0, 0, 0.5};\n"
+        "    double f[4], g[4], g0[4], e[3] = {1, 1, 1};\n    int i, j, bad = 0;\n"
+        "    for (i = 0; i < 4; i++) { f[i] = 0; for (j = 0; j < 4; j++) f[i] += A[i * 4 + j] * x[j]; g[i] = g0[i] = f[i]; }\n"
+        "    if (s4(A, f) != 0) bad |= 1;\n"
+        "    for (i = 0; i < 4; i++) if (fabs(f[i] - x[i]) > 1e-14) bad |= 2;\n"
+        "    if (s4(B, g) != 2) bad |= 4;  /* eigenvalue -1: fallback */\n"
+        "    for (i = 0; i < 4; i++) if (g[i] != g0[i]) bad |= 8;  /* f intact */\n"
+        "    if (s3(D, e) != 0 || e[0] != 0.5 || e[1] != 0.25 || e[2] != 2) bad |= 16;\n"
+        "    printf(\"%d\\n\", bad);\n    return bad;\n}\n");
+    /* zero entries skipped: the 3 x 3 diagonal needs no products */
+    CHECK(ops3.add == 0 && ops3.mul == 3 && ops3.div == 3);
+    CHECK(strstr(h.s, "l3_0") == NULL); /* A_30 = 0 and nothing fills it in */
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/spd", tmpdir);
+    sh("mkdir -p '%s'", dir, "");
+    write_text(dir, "spd.c", h.s);
+    ch_buf_free(&h);
+    int rc = sh("cd '%s' && gcc -std=c99 -pedantic -Wall -Wextra -Werror -o spd spd.c -lm && ./spd",
+                dir, "");
+    CHECK_MSG(rc == 0, "unrolled LDL^T wrong (see %s)", dir);
+}
+
 static const char *cse_namer(void *data, const ch_sym *s)
 {
     (void)data;
@@ -520,6 +750,50 @@ static void test_prefix(void)
     ch_ctx_free(ctx);
 }
 
+/* The text of the function that starts at head, up to its closing line. */
+static char *function_text(const char *code, const char *head)
+{
+    const char *s = strstr(code, head), *end = s ? strstr(s, "\n}\n") : NULL;
+    if (!end) return NULL;
+    char *t = malloc((size_t)(end - s) + 1);
+    if (t) {
+        memcpy(t, s, (size_t)(end - s));
+        t[end - s] = 0;
+    }
+    return t;
+}
+
+/* With explicit alpha the reduced rhs evaluates alpha and the dynamics
+ * as one program (kn_rdyn): sin and cos of the heading once per call, no
+ * kn_vel (kn_alpha) beside it. The other entry points keep kn_vel. */
+static void test_fused_rhs(void)
+{
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    if (emit_model(SRCDIR "/examples/knife_edge.nh", NULL, &e, &d, &ctx)) return;
+    const char *c = e.c[CH_FORM_REDUCED].s;
+    char *rdyn = function_text(c, "static void kn_rdyn(");
+    char *acc = function_text(c, "static int kn_acc(");
+    char *rhs = function_text(c, "int knife_edge_reduced_rhs(double t");
+    CHECK(rdyn && acc && rhs);
+    if (rdyn && acc && rhs) {
+        CHECK(count_of(rdyn, "sin(x[2])") == 1 && count_of(rdyn, "cos(x[2])") == 1);
+        CHECK(strstr(rdyn, "v[1] = ") != NULL); /* y' = alpha */
+        CHECK(strstr(acc, "kn_rdyn(t, x, p, v, o);") && !strstr(acc, "kn_dyn("));
+        CHECK(strstr(rhs, "kn_acc(") && !strstr(rhs, "kn_vel(") && !strstr(rhs, "kn_dyn("));
+        CHECK(strstr(c, "int knife_edge_reduced_outputs(") &&
+              strstr(strstr(c, "int knife_edge_reduced_outputs("), "kn_vel("));
+    }
+    /* the full form is untouched */
+    CHECK(strstr(e.c[CH_FORM_FULL].s, "kn_rdyn") == NULL);
+    free(rdyn);
+    free(acc);
+    free(rhs);
+    emitted_free(&e);
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/chetaev_emit_XXXXXX");
@@ -532,6 +806,11 @@ int main(void)
     RUN(test_examples);
     RUN(test_injection);
     RUN(test_integrals);
+    RUN(test_hamilton_numeric);
+    RUN(test_hamilton_newton_failure);
+    RUN(test_reduced_numeric);
+    RUN(test_spd_solve);
+    RUN(test_fused_rhs);
     if (!check_failed && !getenv("CHETAEV_KEEP_EMIT")) sh("rm -rf '%s'", tmpdir, "");
     else fprintf(stderr, "emitted files kept in %s\n", tmpdir);
     return check_summary("emit");

@@ -30,6 +30,9 @@
 /* Expressions up to this DAG size are put in normal form; larger ones
  * would expand too much and are kept as built. */
 #define TIDY_MAX_NODES 400
+/* Tree size (as printed) beyond which the normal form is not tried; the
+ * same bound as the display tidying of derive.c. */
+#define TIDY_MAX_TREE 2000
 
 typedef struct {
     ch_ctx *ctx;
@@ -75,12 +78,17 @@ static int failed(hwork *w, ch_error *err)
 }
 
 /* The normal form when it is cheap and not larger; a failed simplify
- * leaves the raw expression (and no error behind). */
+ * leaves the raw expression (and no error behind). Both size tests cost
+ * O(cap) however large e is: written out as a tree, a DAG of a few hundred
+ * nodes can have millions of nodes, and its normal form then either runs
+ * into simplify's term limits or comes out larger than the DAG (the
+ * n-trailer's Legendre data), after milliseconds of work per entry. */
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
     if (!e || ch_ctx_error(ctx)->code != CH_OK) return e;
-    size_t size = ch_dag_size(e);
-    if (size > TIDY_MAX_NODES) return e;
+    size_t size = ch_dag_size_capped(e, TIDY_MAX_NODES);
+    if (size > TIDY_MAX_NODES || ch_tree_size(e, TIDY_MAX_TREE + 1) > TIDY_MAX_TREE)
+        return e;
     const ch_expr *s = ch_simplify(ctx, e);
     if (!s) {
         ch_ctx_clear_error(ctx);
@@ -498,7 +506,10 @@ static int derive_phase(hwork *w, ch_error *err)
     ch_ctx *ctx = w->ctx;
     size_t m = w->m;
     int rc = legendre_inverse(w);
-    if (rc == 1) return unavailable(w, "%s", degenerate_reason);
+    if (rc == 1) {
+        w->h->degenerate = 1;
+        return unavailable(w, "%s", degenerate_reason);
+    }
     if (rc == 2)
         return unavailable(w, "y* = dL*/dq' is not affine in the independent "
                               "velocities in a form that can be inverted "
@@ -549,9 +560,10 @@ int ch_hamilton_derive(ch_ctx *ctx, const ch_reduced *r, ch_hamilton *out,
             h.quadratic = 0;
     int deg = degenerate(&w);
     if (deg < 0) return failed(&w, err);
-    if (deg)
+    if (deg) {
+        h.degenerate = 1;
         rc = unavailable(&w, "%s", degenerate_reason);
-    else if (implicit_blocks(&w))
+    } else if (implicit_blocks(&w))
         rc = unavailable(&w, "the constraints are not linear in the dependent "
                              "velocities, so alpha (and with it L*) has no "
                              "closed form in the independent velocities; H* "

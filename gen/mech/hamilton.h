@@ -5,7 +5,10 @@
  * velocities (its Hessian K does not depend on them) and m is small
  * enough for a symbolic inverse; otherwise, or when K is identically
  * singular (degenerate Legendre map, e.g. a constant-speed constraint),
- * `exists` is 0 and `reason` says why. */
+ * `exists` is 0 and `reason` says why. K is derived in every case: the
+ * emitter inverts the Legendre map numerically (Newton on y* with
+ * Jacobian K) when H* is not symbolic, unless `degenerate` says there is
+ * nothing to invert. */
 #ifndef CH_HAMILTON_H
 #define CH_HAMILTON_H
 
@@ -13,6 +16,7 @@
 
 typedef struct ch_hamilton {
     int exists;
+    int degenerate;            /* K identically singular: no H* at all */
     const char *reason;        /* why H* is not available (arena), or NULL */
     size_t m, k;
     const ch_expr **y;         /* m momentum symbols y_q (SPEC §3) */
