@@ -1179,7 +1179,7 @@ int ch_model_parse(ch_ctx *ctx, const char *file, const char *text,
     *out = NULL;
     if (len > CH_MAX_FILE_BYTES)
         return ch_error_set(err, CH_ERR_LIMIT, file, 0, 0,
-                            "file too large (%zu bytes, max %u)", len,
+                            "file too large (more than %u bytes)",
                             CH_MAX_FILE_BYTES);
     ch_ctx_clear_error(ctx); /* so a failing constructor reports its own cause */
     mbuild b;
@@ -1232,4 +1232,49 @@ int ch_model_load(ch_ctx *ctx, const char *path, ch_model **out,
         ch_error_set(err, rc, path, 0, 0, "cannot read: %s", strerror(errno));
     free(text);
     return rc;
+}
+
+/* ---- statements by position ------------------------------------------ */
+
+static int pos_is(ch_pos p, int line, int col)
+{
+    return p.line == line && p.col == col && line > 0;
+}
+
+static int named_at(const char *kw, const ch_named_expr *v, size_t n,
+                    int line, int col, char *buf, size_t size)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pos_is(v[i].pos, line, col)) {
+            snprintf(buf, size, "%s %s", kw, v[i].name);
+            return 1;
+        }
+    return 0;
+}
+
+int ch_model_statement_at(const ch_model *m, int line, int col, char *buf,
+                          size_t size)
+{
+    if (size) buf[0] = 0;
+    if (!m || !size) return 0;
+    if (pos_is(m->lagrangian_pos, line, col))
+        return snprintf(buf, size, "lagrangian"), 1;
+    if (pos_is(m->dependent_pos, line, col))
+        return snprintf(buf, size, "dependent"), 1;
+    if (pos_is(m->initial_pos, line, col))
+        return snprintf(buf, size, "initial"), 1;
+    for (size_t i = 0; i < m->k; i++)
+        if (pos_is(m->constraint_pos[i], line, col))
+            return snprintf(buf, size, "constraint %zu", i + 1), 1;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->force_pos && pos_is(m->force_pos[i], line, col))
+            return snprintf(buf, size, "force on %s", m->q[i]->sym->name), 1;
+    if (named_at("define", m->defines, m->ndefines, line, col, buf, size)
+        || named_at("integral", m->integrals, m->nintegrals, line, col, buf,
+                    size))
+        return 1;
+    for (size_t i = 0; i < m->nfields; i++)
+        if (pos_is(m->fields[i].pos, line, col))
+            return snprintf(buf, size, "field %s", m->fields[i].name), 1;
+    return 0;
 }

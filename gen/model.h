@@ -90,6 +90,13 @@ int ch_model_parse(ch_ctx *ctx, const char *file, const char *text,
 int ch_model_load(ch_ctx *ctx, const char *path, ch_model **out,
                   ch_error *err);
 
+/* A short name of the statement at (line, col), the position the model
+ * keeps for it (its keyword, or the declared name for define, integral
+ * and field), e.g. "lagrangian", "constraint 2", "force on x", "define v",
+ * into buf; 0 when no statement starts there (buf is then ""). */
+int ch_model_statement_at(const ch_model *m, int line, int col, char *buf,
+                          size_t size);
+
 /* Limits applied by the parser. */
 #define CH_MAX_FILE_BYTES   (4u << 20) /* 4 MiB */
 #define CH_MAX_IDENT_LEN    64

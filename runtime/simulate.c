@@ -70,13 +70,18 @@ static void work_free(chrt_work *w)
     free(w->st.work);
 }
 
-/* Computes and writes one row; nonzero when the derived values fail. */
+static int state_finite(const double *x, int n);
+
+/* Computes and writes one row; nonzero when the derived values fail: an
+ * index into row_failure. A NaN velocity (0/0 in a Legendre inverse) is
+ * no less a failure than a singular solve; E may be HUGE_VAL by contract. */
 static int put_row(const chrt_system *s, chrt_work *w, double t,
                    const double *p, FILE *out)
 {
     int i;
     if (s->velocities(t, w->x, p, w->qt)) return 1;
-    if (s->nout && s->outputs(t, w->x, p, w->outv)) return 2;
+    if (!state_finite(w->qt, s->nq)) return 2;
+    if (s->nout && s->outputs(t, w->x, p, w->outv)) return 1;
     double e = s->energy(t, w->x, p);
     fprintf(out, "%.17g", t);
     for (i = 0; i < s->nq; i++) fprintf(out, ",%.17g", w->x[i]);
@@ -121,12 +126,15 @@ static int check_options(const chrt_options *o, long *nsteps, char *errbuf,
 
 static const char *const step_failure[] = {
     "", "the right-hand side is singular", "the new state is not finite"};
+static const char *const row_failure[] = {
+    "", "the velocities or outputs are singular", "the velocities are not finite"};
 
 static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
                     chrt_work *w, const double *p, FILE *out, char *errbuf,
                     size_t errlen)
 {
     long k;
+    int rc;
     double t = 0;
     if (o->project && s->project && (s->project(t, w->x, p) || !state_finite(w->x, s->nx)))
         return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
@@ -135,13 +143,13 @@ static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
     if (!state_finite(w->x, s->nx))
         return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = 0 (step 0): the initial state is not finite");
-    if (put_row(s, w, t, p, out))
+    if ((rc = put_row(s, w, t, p, out)) != 0)
         return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                    "numerical failure at t = 0 (step 0): the velocities or "
-                    "outputs are singular at the initial state");
+                    "numerical failure at t = 0 (step 0): %s at the initial "
+                    "state", row_failure[rc]);
     for (k = 0; k < nsteps; k++) {
         double tn = k + 1 < nsteps ? (double)(k + 1) * o->dt : o->t1;
-        int rc = chrt_step(&w->st, o->method, s->rhs, t, tn - t, w->x, p);
+        rc = chrt_step(&w->st, o->method, s->rhs, t, tn - t, w->x, p);
         if (rc)
             return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                         "numerical failure at t = %.17g (step %ld): %s", t,
@@ -152,10 +160,10 @@ static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
                         "numerical failure at t = %.17g (step %ld): the "
                         "projection onto the constraints failed", tn, k + 1);
         t = tn;
-        if ((k + 1) % o->every == 0 && put_row(s, w, t, p, out))
+        if ((k + 1) % o->every == 0 && (rc = put_row(s, w, t, p, out)) != 0)
             return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                        "numerical failure at t = %.17g (step %ld): the "
-                        "velocities or outputs are singular", t, k + 1);
+                        "numerical failure at t = %.17g (step %ld): %s", t,
+                        k + 1, row_failure[rc]);
     }
     return CHRT_OK;
 }
@@ -199,10 +207,31 @@ int chrt_option_takes_value(const char *arg)
 }
 
 
+/* 1 when s is a decimal number as the model language writes it, with an
+ * optional sign: digits, an optional fraction, an optional exponent
+ * ("1", "-2.5", ".5", "5.", "1e-3"). strtod alone would also take hex,
+ * "inf", "nan" and leading blanks, which no user means as a value. */
+static int is_decimal(const char *s)
+{
+    size_t digits = 0;
+    if (*s == '+' || *s == '-') s++;
+    for (; *s >= '0' && *s <= '9'; s++) digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++) digits++;
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == 0;
+}
+
 static int parse_double(const char *s, double *v)
 {
     char *end;
-    if (!*s) return -1;
+    if (!is_decimal(s)) return -1;
     errno = 0;
     *v = strtod(s, &end);
     if (*end || errno == ERANGE || !isfinite(*v)) return -1;
@@ -300,7 +329,12 @@ static int unknown_init(const chrt_system *s, const char *name, size_t len,
         n += (size_t)w;
     }
     for (i = 0; s->state_from && i < s->nq && n + 1 < sizeof names; i++) {
-        int w = snprintf(names + n, sizeof names - n, ", %s'", s->state_names[i]);
+        char vel[300];
+        int w;
+        snprintf(vel, sizeof vel, "%s'", s->state_names[i]);
+        if (find_name(s->state_names, s->nx, vel, strlen(vel)) >= 0)
+            continue; /* a state variable, listed already */
+        w = snprintf(names + n, sizeof names - n, ", %s", vel);
         if (w < 0) break;
         n += (size_t)w;
     }
