@@ -18,6 +18,7 @@ void ch_loop_options_default(ch_loop_options *o)
     o->t1 = 1.0;
     o->radius = 1e-3;
     o->compiler = CH_COMPILER_TCC;
+    o->keep_states = 0;
 }
 
 static int check_args(size_t npoints, const ch_loop_options *o, ch_error *err)
@@ -269,6 +270,8 @@ int ch_loop_run(ch_ctx *ctx, const ch_derivation *d, size_t npoints,
     ch_loop_options def;
     ch_loop_options_default(&def);
     const ch_loop_options *o = options ? options : &def;
+    res->start = res->end = NULL;
+    res->nx = res->nq = 0;
     int rc = check_args(npoints, o, err);
     if (rc) return rc;
     size_t m = d->lag.n - d->lag.k;
@@ -308,6 +311,10 @@ int ch_loop_run(ch_ctx *ctx, const ch_derivation *d, size_t npoints,
         res->I_end = loop_integral(N, end, s->nx, s->nq, m, d->mf.indep, row,
                                    row + N, row + 2 * N);
         res->relative_drift = fabs(res->I_end - res->I_start) / fabs(res->I_start);
+        if (o->keep_states) {
+            res->start = start, res->end = end, start = end = NULL;
+            res->nx = nx, res->nq = (size_t)s->nq;
+        }
     }
     free(start), free(end), free(work), free(row);
     holo_free(&H);

@@ -46,6 +46,7 @@ typedef struct {
     double dt, t1;        /* 1e-3, 1 (the last step ends exactly at t1) */
     double radius;        /* 1e-3, in both coordinate and momentum units */
     ch_compiler compiler; /* CH_COMPILER_TCC */
+    int keep_states;      /* 0; 1: return the loop's states (for plots) */
 } ch_loop_options;
 
 typedef struct {
@@ -53,6 +54,10 @@ typedef struct {
     double t1;             /* end time used */
     double I_start, I_end; /* I1 at t = 0 and at t1 */
     double relative_drift; /* |I_end - I_start| / |I_start| */
+    /* With keep_states: the N states (nx each, hamilton form: q then y*)
+     * at the start and at t1, malloc'ed, freed by the caller; else NULL. */
+    double *start, *end;
+    size_t nx, nq;
 } ch_loop_result;
 
 /* Limits on N: at least 8 points (the curve must be resolved), at most

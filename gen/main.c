@@ -1,11 +1,14 @@
 /* main.c — the chetaev command line (SPEC §2): a thin layer that parses
  * options, calls the library and maps its errors to exit codes. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compile.h"
 #include "derive.h"
@@ -14,6 +17,8 @@
 #include "jit.h"
 #include "version.h"
 #include "model.h"
+#include "plot.h"
+#include "repl.h"
 #include "mech/audit.h"
 
 
@@ -30,11 +35,14 @@ static const char *const usage_main =
     "  emit MODEL     write C right-hand sides (and a driver program)\n"
     "  run MODEL      compile in process, integrate and print CSV\n"
     "  check MODEL    audit conserved quantities (energy, momenta, fields, integrals)\n"
-    "  repl MODEL     interactive session (not available in this version)\n"
+    "  repl MODEL     interactive session: set parameters, run, plot, reload\n"
     "\n"
     "options:\n"
     "  -h, --help     this help; 'chetaev COMMAND --help' for a command\n"
-    "  --version      print the version\n";
+    "  --version      print the version\n"
+    "  --max-nodes N  (derive, emit, run, check, repl) stop with an error naming the\n"
+    "                 statement when the derivation needs more than N\n"
+    "                 expression nodes (default 2000000, 0: no limit)\n";
 
 static const char *const usage_derive =
     "usage: chetaev derive MODEL [--format text|latex|sympy|json]\n"
@@ -72,7 +80,8 @@ static const char *const usage_run =
     "usage: chetaev run MODEL [--form full|reduced|hamilton] [--method M]\n"
     "                         [--dt H] [--t1 T] [--every K] [--set p=v]...\n"
     "                         [--init q=v]... [--project] [--compiler tcc|cc]\n"
-    "                         [-o FILE.csv]\n"
+    "                         [-o FILE.csv] [--plot FILE.svg\n"
+    "                         [--plot-vars a,b,...] [--xy x,y]]\n"
     "\n"
     "Emits the form's C code, compiles it in process and integrates from\n"
     "t = 0 to T with a fixed step. CSV columns: t, the coordinates, their\n"
@@ -95,6 +104,12 @@ static const char *const usage_run =
     "                 (full form; a no-op for the others)\n"
     "  --compiler C   tcc (default, in memory) or cc (system compiler, dlopen)\n"
     "  -o FILE        write the CSV to FILE instead of stdout\n"
+    "  --plot FILE    also write an SVG plot of the run (the CSV is written as\n"
+    "                 usual); by default the coordinates against t\n"
+    "  --plot-vars L  plot the comma-separated CSV columns L against t\n"
+    "                 instead (at most 16; needs --plot)\n"
+    "  --xy X,Y       plot column Y against column X instead, one scale for\n"
+    "                 both (--xy x,y: a path in the plane; needs --plot)\n"
     "  -h, --help     this help\n"
     "\n"
     "exit codes: 0 ok, 1 invalid model, 2 usage error, 3 numerical failure\n"
@@ -119,6 +134,14 @@ static int report(const ch_error *err)
     case CH_ERR_NUMERIC: return 3;
     default: return EXIT_MODEL;
     }
+}
+
+/* report() for errors of code generation, which carry no position: the
+ * model file is the place they name. */
+static int report_in(ch_error *err, const char *file)
+{
+    if (!err->file) err->file = file;
+    return report(err);
 }
 
 static int parse_format(const char *s, ch_format *f)
@@ -156,18 +179,32 @@ static int opt_value(int argc, char **argv, int *i, const char *opt,
     return 1;
 }
 
-/* Loads and derives MODEL; on failure reports and returns the exit code. */
-static int load_derive(ch_ctx *ctx, const char *path, ch_model **m,
-                       ch_derivation **d)
+/* Expression nodes a derivation may build unless --max-nodes says
+ * otherwise: the examples need under 10^3, a 40-body chain 5*10^4; the
+ * budget keeps an exponentially growing model from exhausting memory. */
+#define DEFAULT_MAX_NODES 2000000
+
+/* Loads and derives MODEL under a node budget (0: none); on failure
+ * reports and returns the exit code. */
+static int load_derive(ch_ctx *ctx, const char *path, size_t max_nodes,
+                       ch_model **m, ch_derivation **d)
 {
     ch_error err;
     ch_error_clear(&err);
-    if (ch_model_load(ctx, path, m, &err) || ch_derive(ctx, *m, d, &err))
+    ch_ctx_set_node_limit(ctx, max_nodes);
+    char st[128];
+    if (ch_model_load(ctx, path, m, &err)) return report(&err);
+    if (ch_derive(ctx, *m, d, &err)) {
+        if (err.code == CH_ERR_LIMIT
+            && ch_model_statement_at(*m, err.line, err.col, st, sizeof st))
+            ch_str_append(err.msg, sizeof err.msg, " (deriving from the "
+                          "'%s' statement; see --max-nodes)", st);
         return report(&err);
+    }
     return 0;
 }
 
-static int cmd_derive(int argc, char **argv)
+static int cmd_derive(int argc, char **argv, size_t max_nodes)
 {
     const char *path = NULL;
     ch_format fmt = CH_FORMAT_TEXT;
@@ -211,7 +248,7 @@ static int cmd_derive(int argc, char **argv)
     ch_derivation *d = NULL;
     ch_buf out;
     ch_buf_init(&out);
-    int rc = load_derive(ctx, path, &m, &d);
+    int rc = load_derive(ctx, path, max_nodes, &m, &d);
     if (!rc && ch_derivation_write(&out, d, fmt, nonly, only, &err))
         rc = report(&err);
     else if (!rc && out.len && fwrite(out.s, 1, out.len, stdout) != out.len)
@@ -261,7 +298,7 @@ static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
                     ch_form_name(f), err.msg);
             rc = -1;
         } else
-            rc = report(&err);
+            rc = report_in(&err, d->model->file);
     } else if (h.oom || c.oom) {
         fputs("chetaev: out of memory\n", stderr);
         rc = EXIT_MODEL;
@@ -294,7 +331,7 @@ static int emit_driver_files(const char *prefix, const char *dir)
     return rc;
 }
 
-static int cmd_emit(int argc, char **argv)
+static int cmd_emit(int argc, char **argv, size_t max_nodes)
 {
     const char *path = NULL, *form = "reduced", *dir = ".", *prefix = NULL;
     int driver = 0;
@@ -340,7 +377,7 @@ static int cmd_emit(int argc, char **argv)
     }
     ch_model *m = NULL;
     ch_derivation *d = NULL;
-    int rc = load_derive(ctx, path, &m, &d), written = 0;
+    int rc = load_derive(ctx, path, max_nodes, &m, &d), written = 0;
     for (int f = 0; !rc && f < 3; f++) {
         if (!all && f != ch_form_parse(form)) continue;
         char pre[128];
@@ -364,23 +401,136 @@ static int cmd_emit(int argc, char **argv)
     return rc;
 }
 
+/* The plot options of `run`: --plot FILE [--plot-vars L | --xy X,Y]. */
+typedef struct {
+    const char *file;
+    char *vars, *xy; /* argv storage, split in place */
+    const char *title;
+} run_plot;
+
+/* Is name a column of the CSV that `run` writes for s? */
+static int csv_has_column(const chrt_system *s, const char *name)
+{
+    size_t len = strlen(name);
+    if (!strcmp(name, "t") || !strcmp(name, "E")) return 1;
+    for (int i = 0; i < s->nq; i++) {
+        const char *q = s->state_names[i];
+        size_t ql = strlen(q);
+        if (!strcmp(q, name) || (len == ql + 1 && !strncmp(q, name, ql) && name[ql] == '\''))
+            return 1;
+    }
+    for (int i = 0; i < s->nout; i++)
+        if (!strcmp(s->output_names[i], name)) return 1;
+    return 0;
+}
+
+/* The variables to plot (x first for --xy); 0 or an exit code. */
+static int plot_vars(const chrt_system *s, run_plot *pl, const char **v, size_t *nv)
+{
+    size_t max = CH_PLOT_MAX_SERIES + 1;
+    *nv = pl->xy ? split_commas(pl->xy, v, max)
+                 : pl->vars ? split_commas(pl->vars, v, max) : 0;
+    if (pl->xy && *nv != 2)
+        return usage_error("run", "%s", "--xy needs two columns X,Y");
+    if (*nv > CH_PLOT_MAX_SERIES)
+        return usage_error("run", "%s", "--plot-vars takes at most 16 columns");
+    for (int i = 0; !pl->xy && !pl->vars && i < s->nq && *nv < CH_PLOT_MAX_SERIES; i++)
+        v[(*nv)++] = s->state_names[i];
+    for (size_t i = 0; i < *nv; i++)
+        if (!csv_has_column(s, v[i]))
+            return usage_error("run", "no column '%s' to plot (t, the coordinates, "
+                               "their velocities NAME', E or an output column)", v[i]);
+    return 0;
+}
+
+static int write_bytes(const char *path, const char *text, size_t len)
+{
+    FILE *f = path ? fopen(path, "w") : stdout;
+    int bad = !f;
+    if (f) {
+        bad |= len && fwrite(text, 1, len, f) != len;
+        bad |= f == stdout ? fflush(f) != 0 : fclose(f) != 0;
+    }
+    if (bad) fprintf(stderr, "chetaev run: cannot write %s: %s\n",
+                     path ? path : "stdout", strerror(errno));
+    return bad ? EXIT_MODEL : 0;
+}
+
+/* The SVG of the CSV text (the rows of the run, also after a failure). */
+static int plot_csv(const run_plot *pl, const char *csv, size_t len,
+                    const char *const *v, size_t nv)
+{
+    ch_table tb;
+    ch_table_init(&tb);
+    ch_buf svg;
+    ch_buf_init(&svg);
+    ch_error err;
+    ch_error_clear(&err);
+    int rc = ch_table_parse_csv(&tb, csv, len, &err)
+             || ch_table_plot(&svg, &tb, pl->title, pl->xy ? v[0] : NULL,
+                              pl->xy ? 1 : nv, pl->xy ? v + 1 : v, &err)
+                 ? report(&err) : write_bytes(pl->file, svg.s, svg.len);
+    ch_buf_free(&svg);
+    ch_table_free(&tb);
+    return rc;
+}
+
+/* chrt_main with the CSV kept in memory: written where it belongs, then
+ * plotted. The options are the runtime's, so the CSV is the same bytes. */
+static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl)
+{
+    const char *v[CH_PLOT_MAX_SERIES + 1];
+    size_t nv;
+    int rc = plot_vars(s, pl, v, &nv);
+    if (rc) return rc;
+    char msg[600];
+    chrt_args a;
+    double *x0 = malloc(((size_t)s->nx + 1) * sizeof *x0);
+    double *p = malloc(((size_t)s->np + 1) * sizeof *p);
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    if (!x0 || !p) rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
+    else rc = chrt_parse_args(s, argc - 1, argv + 1, &a, x0, p, msg, sizeof msg);
+    if (!rc && a.warning[0]) fprintf(stderr, "%s: warning: %s\n", argv[0], a.warning);
+    if (!rc && !(mem = open_memstream(&csv, &len)))
+        rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
+    if (!rc) rc = chrt_simulate(s, &a.opt, x0, p, mem, msg, sizeof msg);
+    if (mem) fclose(mem);
+    if (rc) fprintf(stderr, "%s: %s\n", argv[0], msg);
+    if (mem && (rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC)) {
+        int w = write_bytes(a.output, csv, len);
+        if (!w) w = plot_csv(pl, csv, len, v, nv);
+        if (w && !rc) rc = w;
+    }
+    free(csv);
+    free(x0);
+    free(p);
+    return rc;
+}
+
 /* Compiles the form and runs the simulation with the runtime's options. */
 static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
-                        ch_compiler cc, int argc, char **argv)
+                        ch_compiler cc, int argc, char **argv, run_plot *pl)
 {
     ch_error err;
     ch_error_clear(&err);
     ch_compiled *c = NULL;
+    char title[200];
+    snprintf(title, sizeof title, "%s (%s form)", d->model->name, ch_form_name(form));
+    pl->title = title;
     int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err)
-                 ? report(&err)
-                 : chrt_main(&c->sys, argc, argv);
+                 ? report_in(&err, d->model->file)
+                 : pl->file ? run_and_plot(&c->sys, argc, argv, pl)
+                            : chrt_main(&c->sys, argc, argv);
     ch_compiled_free(c);
     return rc;
 }
 
-static int cmd_run(int argc, char **argv)
+static int cmd_run(int argc, char **argv, size_t max_nodes)
 {
     const char *path = NULL, *form = "reduced", *compiler = "tcc";
+    run_plot plot = {NULL, NULL, NULL, NULL};
     /* argv[0] of the runtime, then the options it parses itself. */
     char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
     int nrest = 0, rc = 0;
@@ -400,6 +550,13 @@ static int cmd_run(int argc, char **argv)
             if (!v) rc = usage_error("run", "%s needs a value", a);
             else if (a[2] == 'f') form = v;
             else compiler = v;
+        } else if (opt_value(argc, argv, &i, "--plot", &v)
+                   || opt_value(argc, argv, &i, "--plot-vars", &v)
+                   || opt_value(argc, argv, &i, "--xy", &v)) {
+            if (!v) rc = usage_error("run", "%s needs a value", a);
+            else if (a[2] == 'x') plot.xy = (char *)v;
+            else if (!strncmp(a, "--plot-vars", 11)) plot.vars = (char *)v;
+            else plot.file = v;
         } else if (a[0] == '-' && a[1]) {
             rest[nrest++] = argv[i];
             if (chrt_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
@@ -420,6 +577,10 @@ static int cmd_run(int argc, char **argv)
         rc = usage_error("run", "unknown form '%s' (full, reduced, hamilton)", form);
     } else if (strcmp(compiler, "tcc") && strcmp(compiler, "cc")) {
         rc = usage_error("run", "unknown compiler '%s' (tcc, cc)", compiler);
+    } else if ((plot.vars || plot.xy) && !plot.file) {
+        rc = usage_error("run", "%s", "--plot-vars and --xy need --plot FILE.svg");
+    } else if (plot.vars && plot.xy) {
+        rc = usage_error("run", "%s", "--plot-vars and --xy exclude each other");
     } else if (chrt_parse_args(NULL, nrest - 1, rest + 1, &args, NULL, NULL, msg,
                                sizeof msg)) {
         /* Syntax errors before the (slow) derivation. */
@@ -437,15 +598,15 @@ static int cmd_run(int argc, char **argv)
     }
     ch_model *m = NULL;
     ch_derivation *d = NULL;
-    rc = load_derive(ctx, path, &m, &d);
-    if (!rc) rc = run_compiled(ctx, d, (ch_form)f, cc, nrest, rest);
+    rc = load_derive(ctx, path, max_nodes, &m, &d);
+    if (!rc) rc = run_compiled(ctx, d, (ch_form)f, cc, nrest, rest, &plot);
     ch_ctx_free(ctx);
     free(rest);
     return rc;
 }
 
 static const char *const usage_check =
-    "usage: chetaev check MODEL [--format text|json] [--loop N]\n"
+    "usage: chetaev check MODEL [--format text|json] [--loop N [--plot FILE.svg]]\n"
     "\n"
     "Audits which quantities MODEL conserves: the energy E, the frame energy\n"
     "T_xi (affine constraints), the momentum of every coordinate L does not\n"
@@ -458,10 +619,78 @@ static const char *const usage_check =
     "  --loop N       also transport a loop of N >= 8 states with the\n"
     "                 hamilton form (rk4, dt 1e-3, t1 1) and report the\n"
     "                 Poincare-Cartan integral I1 at the start and the end\n"
+    "  --plot FILE    with --loop: draw the loop as an SVG, y*_r against q_r\n"
+    "                 at t1 for each independent coordinate q_r (at most 15)\n"
+    "                 over the circle at t = 0 (the same for every r), each\n"
+    "                 curve about its own centre, one scale for both axes\n"
     "  -h, --help     this help\n";
 
+/* Column (qi, yi) of the N loop states, centred on its mean and closed
+ * (the first point repeated) into x, y (N + 1 each). */
+static void loop_curve(const ch_loop_result *lr, const double *st, size_t qi,
+                       size_t yi, double *x, double *y)
+{
+    size_t N = lr->points;
+    double mx = 0, my = 0;
+    for (size_t j = 0; j < N; j++) {
+        x[j] = st[j * lr->nx + qi], y[j] = st[j * lr->nx + yi];
+        mx += x[j] / (double)N, my += y[j] / (double)N;
+    }
+    for (size_t j = 0; j < N; j++) x[j] -= mx, y[j] -= my;
+    x[N] = x[0], y[N] = y[0];
+}
+
+/* The loop's (q_r, y*_r) curves at t1, each centred on its mean, over the
+ * start curve (the same circle for every r, drawn once, dashed): the
+ * transport moves the loop far compared with its size, and what matters
+ * is its shape and enclosed area (pi radius^2 each at t = 0). */
+static int plot_loop(const char *file, const ch_derivation *d,
+                     const ch_loop_result *lr)
+{
+    size_t N = lr->points, m = lr->nx - lr->nq;
+    if (m > CH_PLOT_MAX_SERIES - 1) m = CH_PLOT_MAX_SERIES - 1;
+    double *v = malloc(2 * (m + 1) * (N + 1) * sizeof *v);
+    char names[CH_PLOT_MAX_SERIES][96];
+    ch_plot_series s[CH_PLOT_MAX_SERIES];
+    if (!v) {
+        fputs("chetaev: out of memory\n", stderr);
+        return EXIT_MODEL;
+    }
+    loop_curve(lr, lr->start, (size_t)d->mf.indep[0], lr->nq, v, v + N + 1);
+    s[0] = (ch_plot_series){"t = 0", N + 1, v, v + N + 1, 1};
+    for (size_t r = 0; r < m; r++) {
+        size_t qi = (size_t)d->mf.indep[r];
+        double *x = v + 2 * (r + 1) * (N + 1), *y = x + N + 1;
+        loop_curve(lr, lr->end, qi, lr->nq + r, x, y);
+        snprintf(names[r], sizeof names[r], "%s: t = %g", d->model->q[qi]->sym->name, lr->t1);
+        s[r + 1] = (ch_plot_series){names[r], N + 1, x, y, 0};
+    }
+    char title[200];
+    snprintf(title, sizeof title, "%s: loop of %zu states, I1 %.6g -> %.6g",
+             d->model->name, N, lr->I_start, lr->I_end);
+    ch_plot_options o = {title, "q_r - mean", "y*_r - mean", 1};
+    ch_buf svg;
+    ch_buf_init(&svg);
+    ch_error err;
+    ch_error_clear(&err);
+    int rc = ch_plot_svg(&svg, &o, m + 1, s, &err) ? report(&err) : 0;
+    if (!rc) {
+        FILE *f = fopen(file, "w");
+        int bad = !f || fwrite(svg.s, 1, svg.len, f) != svg.len;
+        if (f) bad |= fclose(f) != 0;
+        if (bad) {
+            fprintf(stderr, "chetaev check: cannot write %s: %s\n", file, strerror(errno));
+            rc = EXIT_MODEL;
+        }
+    }
+    ch_buf_free(&svg);
+    free(v);
+    return rc;
+}
+
 /* Audits MODEL and, with --loop, measures I1; writes the report. */
-static int check_model(const char *path, int json, long loop_n)
+static int check_model(const char *path, int json, long loop_n,
+                       const char *plot, size_t max_nodes)
 {
     ch_ctx *ctx = ch_ctx_new();
     if (!ctx) {
@@ -471,13 +700,17 @@ static int check_model(const char *path, int json, long loop_n)
     ch_model *m = NULL;
     ch_derivation *d = NULL;
     ch_audit a;
-    ch_loop_result loop;
+    ch_loop_result loop = {0};
+    ch_loop_options lo;
+    ch_loop_options_default(&lo);
+    lo.keep_states = plot != NULL;
     ch_error err;
     ch_error_clear(&err);
-    int rc = load_derive(ctx, path, &m, &d);
+    int rc = load_derive(ctx, path, max_nodes, &m, &d);
     if (!rc && ch_audit_run(ctx, d, &a, &err)) rc = report(&err);
-    if (!rc && loop_n > 0 && ch_loop_run(ctx, d, (size_t)loop_n, NULL, &loop, &err))
+    if (!rc && loop_n > 0 && ch_loop_run(ctx, d, (size_t)loop_n, &lo, &loop, &err))
         rc = report(&err);
+    if (!rc && plot) rc = plot_loop(plot, d, &loop);
     if (!rc) {
         ch_buf out;
         ch_buf_init(&out);
@@ -486,13 +719,15 @@ static int check_model(const char *path, int json, long loop_n)
         if (out.oom || fwrite(out.s, 1, out.len, stdout) != out.len) rc = EXIT_MODEL;
         ch_buf_free(&out);
     }
+    free(loop.start);
+    free(loop.end);
     ch_ctx_free(ctx);
     return rc;
 }
 
-static int cmd_check(int argc, char **argv)
+static int cmd_check(int argc, char **argv, size_t max_nodes)
 {
-    const char *path = NULL, *fmt = "text", *loop = NULL;
+    const char *path = NULL, *fmt = "text", *loop = NULL, *plot = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -504,6 +739,9 @@ static int cmd_check(int argc, char **argv)
         } else if (opt_value(argc, argv, &i, "--loop", &v)) {
             if (!v) return usage_error("check", "%s needs a value", "--loop");
             loop = v;
+        } else if (opt_value(argc, argv, &i, "--plot", &v)) {
+            if (!v) return usage_error("check", "%s needs a value", "--plot");
+            plot = v;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("check", "unknown option '%s'", a);
         } else if (path) {
@@ -524,20 +762,90 @@ static int cmd_check(int argc, char **argv)
             return usage_error("check", "--loop needs a number of points "
                                "from 8 to 100000, not '%s'", loop);
     }
+    if (plot && !loop) return usage_error("check", "%s", "--plot needs --loop N");
     if (!path) return usage_error("check", "%s", "missing MODEL file");
-    return check_model(path, !strcmp(fmt, "json"), n);
+    return check_model(path, !strcmp(fmt, "json"), n, plot, max_nodes);
 }
 
-static int not_available(const char *cmd)
+static const char *const usage_repl =
+    "usage: chetaev repl MODEL [--form full|reduced|hamilton] [--compiler tcc|cc]\n"
+    "\n"
+    "Loads MODEL, derives it and compiles one form once, then reads commands\n"
+    "from standard input (a prompt is shown on a terminal; piped input works\n"
+    "too). Parameter and initial-value changes take effect without\n"
+    "recompiling. End of input or 'quit' ends the session; a failing command\n"
+    "prints a message and the session goes on.\n"
+    "\n"
+    "options:\n"
+    "  --form F       the form to start with (default reduced)\n"
+    "  --compiler C   tcc (default, in memory) or cc (system compiler, dlopen)\n"
+    "  -h, --help     this help\n"
+    "\n";
+
+static int cmd_repl(int argc, char **argv, size_t max_nodes)
 {
-    fprintf(stderr,
-            "chetaev %s: not available in this version (%s); see 'chetaev --help'\n",
-            cmd, CH_VERSION);
-    return EXIT_USAGE;
+    const char *path = NULL, *form = "reduced", *compiler = "tcc";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_repl, stdout);
+            fputs(ch_repl_help(), stdout);
+            return 0;
+        } else if (opt_value(argc, argv, &i, "--form", &v)
+                   || opt_value(argc, argv, &i, "--compiler", &v)) {
+            if (!v) return usage_error("repl", "%s needs a value", a);
+            if (a[2] == 'f') form = v;
+            else compiler = v;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("repl", "unknown option '%s'", a);
+        } else if (path) {
+            return usage_error("repl", "unexpected argument '%s'", a);
+        } else {
+            path = a;
+        }
+    }
+    if (!path) return usage_error("repl", "%s", "missing MODEL file");
+    if (ch_form_parse(form) < 0)
+        return usage_error("repl", "unknown form '%s' (full, reduced, hamilton)", form);
+    if (strcmp(compiler, "tcc") && strcmp(compiler, "cc"))
+        return usage_error("repl", "unknown compiler '%s' (tcc, cc)", compiler);
+    ch_repl_options o = {stdin, stdout, stderr, isatty(fileno(stdin)), form, compiler,
+                         max_nodes};
+    return ch_repl_run(path, &o);
+}
+
+/* Takes "--max-nodes N" (or =N) out of the command's arguments (after
+ * argv[1]), so that every command accepts it. The new argc, or -1 after a
+ * usage error. */
+static int take_max_nodes(int argc, char **argv, size_t *max_nodes)
+{
+    int j = 2;
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        if (!opt_value(argc, argv, &i, "--max-nodes", &v)) {
+            argv[j++] = argv[i];
+            continue;
+        }
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = v && isdigit((unsigned char)v[0])
+                                   ? strtoull(v, &end, 10) : 0;
+        if (!end || *end || errno || n > SIZE_MAX) {
+            usage_error(argv[1], "--max-nodes needs a number of nodes "
+                        "(0: no limit), not '%s'", v ? v : "");
+            return -1;
+        }
+        *max_nodes = (size_t)n;
+    }
+    return j;
 }
 
 int main(int argc, char **argv)
 {
+    /* FLINT keeps pools of GMP integers for the whole process: freed at
+     * exit so that valgrind's leak check (tests/valgrind.sh) sees only
+     * real leaks. */
+    atexit(flint_cleanup_master);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;
@@ -551,10 +859,13 @@ int main(int argc, char **argv)
         printf("chetaev %s\n", CH_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "derive")) return cmd_derive(argc - 2, argv + 2);
-    if (!strcmp(cmd, "emit")) return cmd_emit(argc - 2, argv + 2);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
-    if (!strcmp(cmd, "repl")) return not_available(cmd);
+    size_t max_nodes = DEFAULT_MAX_NODES;
+    argc = take_max_nodes(argc, argv, &max_nodes);
+    if (argc < 0) return EXIT_USAGE;
+    if (!strcmp(cmd, "derive")) return cmd_derive(argc - 2, argv + 2, max_nodes);
+    if (!strcmp(cmd, "emit")) return cmd_emit(argc - 2, argv + 2, max_nodes);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2, max_nodes);
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2, max_nodes);
+    if (!strcmp(cmd, "repl")) return cmd_repl(argc - 2, argv + 2, max_nodes);
     return usage_error(NULL, "unknown command '%s'", cmd);
 }

@@ -35,7 +35,7 @@ expect 2 "missing MODEL" -- derive
 expect 2 "needs a value" -- derive "$src/examples/knife_edge.nh" --format
 expect 2 "unknown section 'massmatrix'" -- derive "$src/examples/knife_edge.nh" --only massmatrix
 expect 1 "nonexistent.nh" -- derive "$tmp/nonexistent.nh"
-expect 2 "not available" -- repl "$src/examples/knife_edge.nh"
+expect 2 "missing MODEL" -- repl
 
 # A model error is FILE:LINE:COL: error: ... with exit code 1.
 printf 'coordinates x\nlagrangian x'"'"'^2/2 + zz\n' > "$tmp/bad.nh"
