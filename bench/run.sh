@@ -1,26 +1,20 @@
 #!/bin/sh
-# Benchmarks of the generator (not part of the test suite).
-#   bench/run.sh [BUILDDIR]
-# Prints, for chain models of growing size, the median wall time of
-# `chetaev derive --format json` over 5 runs and the output size.
+# chetaev against SymPy on the same generated models, in one run (not part
+# of the test suite; `--quick` is its smoke test).
+#   bench/run.sh BUILDDIR [--quick] [--sympy-cap N] [--timeout S] [--gcc-max-kb K]
+# Prints two Markdown tables (bench/compare.py, bench/README.md): per model
+# the derive time, model -> C, model -> first JIT'd rhs call, operations
+# after CSE, ns per rhs call (gcc -O2, tcc) and peak RSS of chetaev and of
+# SymPy 1.11 (KanesMethod and LagrangesMethod, bench/sympy_bench.py) with
+# their ratios, then the growth of each stage on the n-trailer with the
+# fitted log-log exponent.
 set -eu
 cd "$(dirname "$0")/.."
-dir=${1:-build}
-bin=$dir/chetaev
-[ -x "$bin" ] || { echo "build first: ninja -C $dir" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf '%-22s %12s %12s\n' model "derive [ms]" "json [kB]"
-for n in 5 10 20 40; do
-    /usr/bin/python3 bench/gen_chain.py $n > "$tmp/chain$n.nh"
-    for r in 1 2 3 4 5; do
-        s=$(date +%s%N)
-        "$bin" derive "$tmp/chain$n.nh" --format json > "$tmp/out.json"
-        e=$(date +%s%N)
-        echo $(( (e - s) / 1000 ))
-    done | median > "$tmp/us"
-    printf '%-22s %12s %12d\n' "chain$n (n=$n)" \
-        "$(awk -v us="$(cat "$tmp/us")" 'BEGIN { printf "%.1f", us / 1000 }')" \
-        $(( $(wc -c < "$tmp/out.json") / 1024 ))
+[ $# -ge 1 ] || { echo "usage: bench/run.sh BUILDDIR [--quick] [--sympy-cap N] [--timeout S] [--gcc-max-kb K]" >&2; exit 2; }
+dir=$1
+shift
+[ -x "$dir/chetaev" ] || { echo "build first: ninja -C $dir" >&2; exit 2; }
+for tool in /usr/bin/python3 gcc tcc; do
+    command -v $tool >/dev/null || { echo "bench/run.sh: $tool not found" >&2; exit 2; }
 done
+exec /usr/bin/python3 bench/compare.py "$dir" "$@"
