@@ -350,7 +350,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
             ch_error_clear(&e);
             ch_error_set(&e, CH_ERR_NUMERIC, NULL, 0, 0,
                          "numerical failure at t = %.17g (step %ld): %s", s->t,
-                         k + 1, rc == 1 ? "the right-hand side is singular"
+                         k + 1, rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
                                         : "the new state is not finite");
             export_error(err, &e);
             return CH_E_NUMERIC;

@@ -219,7 +219,7 @@ static int transport(const chrt_system *s, const ch_loop_options *o,
             return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0,
                                 "loop point %zu: numerical failure at t = %.17g "
                                 "(step %ld): %s", point, t, k + 1,
-                                rc == 1 ? "the right-hand side is singular"
+                                rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
                                         : "the new state is not finite");
         t = tn;
     }

@@ -323,7 +323,7 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
         int rc = chrt_step(&st, r->method, s->rhs, t, tn - t, x, p);
         if (rc) {
             complain(r, "numerical failure at t = %.17g (step %ld): %s", t, k + 1,
-                     rc == 1 ? "the right-hand side is singular"
+                     rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
                              : "the new state is not finite");
             *failed = 1;
             break;

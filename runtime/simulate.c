@@ -125,7 +125,7 @@ static int check_options(const chrt_options *o, long *nsteps, char *errbuf,
 }
 
 static const char *const step_failure[] = {
-    "", "the right-hand side is singular", "the new state is not finite"};
+    "", "the right-hand side failed: singular system or Newton not converged", "the new state is not finite"};
 static const char *const row_failure[] = {
     "", "the velocities or outputs are singular", "the velocities are not finite"};
 

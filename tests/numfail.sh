@@ -64,21 +64,21 @@ fails() {
 
 # ---- singular matrices reached during the run (dt = 1/8: y = 0 exactly) ----
 for form in full reduced; do
-    fails singular_mass.nh $form 4 0.375 "t = 0.375 \(step 4\): the right-hand side is singular" --dt 0.125
+    fails singular_mass.nh $form 4 0.375 "t = 0.375 \(step 4\): the right-hand side failed: singular system or Newton not converged" --dt 0.125
 done
 fails singular_mass.nh hamilton 4 0.375 "t = 0.375 \(step 4\): the new state is not finite" --dt 0.125
-fails singular_constraint.nh full 4 0.375 "t = 0.375 \(step 4\): the right-hand side is singular" --dt 0.125
+fails singular_constraint.nh full 4 0.375 "t = 0.375 \(step 4\): the right-hand side failed: singular system or Newton not converged" --dt 0.125
 for form in reduced hamilton; do
     fails singular_constraint.nh $form 4 0.375 "t = 0.5 \(step 4\): the velocities or outputs are singular" --dt 0.125
 done
 # Every K-th row: the rows before the failure, no more.
-fails singular_mass.nh full 2 0.375 "t = 0.375 \(step 4\): the right-hand side is singular" --dt 0.125 --every 3
-fails singular_mass.nh full 1 0 "t = 0.375 \(step 4\): the right-hand side is singular" --dt 0.125 --every 5
+fails singular_mass.nh full 2 0.375 "t = 0.375 \(step 4\): the right-hand side failed: singular system or Newton not converged" --dt 0.125 --every 3
+fails singular_mass.nh full 1 0 "t = 0.375 \(step 4\): the right-hand side failed: singular system or Newton not converged" --dt 0.125 --every 5
 # Every method: rk4 meets y = 0 in the last stage of step 4, euler and
 # midpoint only at the start of step 5.
 fails singular_mass.nh full 4 0.375 "t = 0.375 \(step 4\)" --dt 0.125 --method rk4
 for m in euler midpoint; do
-    fails singular_mass.nh full 5 0.5 "t = 0.5 \(step 5\): the right-hand side is singular" --dt 0.125 --method $m
+    fails singular_mass.nh full 5 0.5 "t = 0.5 \(step 5\): the right-hand side failed: singular system or Newton not converged" --dt 0.125 --method $m
 done
 
 # ---- non-finite states ------------------------------------------------------
@@ -91,7 +91,7 @@ fails blow_up.nh reduced 1 0 "t = 0 \(step 1\): the new state is not finite" --i
 
 # ---- failures at the initial state: the header, no row ------------------------
 for form in full reduced; do
-    fails singular_mass.nh $form 1 0 "t = 0 \(step 1\): the right-hand side is singular" --init y=0 --dt 0.125
+    fails singular_mass.nh $form 1 0 "t = 0 \(step 1\): the right-hand side failed: singular system or Newton not converged" --init y=0 --dt 0.125
 done
 fails singular_mass.nh hamilton 0 0 "t = 0 \(step 0\): the velocities are not finite at the initial state" --init y=0 --dt 0.125
 
@@ -103,7 +103,7 @@ if "$bin" emit "$dir/singular_mass.nh" --form full --driver -o "$tmp/drv" 2>"$tm
     rc=$?
     "$bin" run "$dir/singular_mass.nh" --form full --dt 0.125 >"$tmp/run.csv" 2>/dev/null
     [ $rc = 3 ] && cmp -s "$tmp/drv.csv" "$tmp/run.csv" \
-        && grep -q "numerical failure at t = 0.375 (step 4): the right-hand side is singular" "$tmp/drv.err" \
+        && grep -q "numerical failure at t = 0.375 (step 4): the right-hand side failed: singular system or Newton not converged" "$tmp/drv.err" \
         && ok || bad "driver: exit $rc, $(cat "$tmp/drv.err")"
 else
     bad "driver not built: $(head -c 300 "$tmp/err")"

@@ -395,7 +395,7 @@ static void test_rows_and_failure(void)
     FILE *f = tmpfile();
     CHECK(chrt_simulate(&nat, &o, x0, p, f, msg, sizeof msg) == CHRT_EXIT_NUMERIC);
     CHECK_STR(msg, "numerical failure at t = 0.40000000000000002 (step 3): "
-                   "the right-hand side is singular");
+                   "the right-hand side failed: singular system or Newton not converged");
     fclose(f);
 }
 
