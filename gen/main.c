@@ -124,6 +124,16 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
+/* The argument that is neither a known option nor its value: the model
+ * file, once. Returns 0, or the usage error's exit code. */
+static int model_argument(const char *cmd, const char *a, const char **path)
+{
+    if (a[0] == '-' && a[1]) return usage_error(cmd, "unknown option '%s'", a);
+    if (*path) return usage_error(cmd, "unexpected argument '%s'", a);
+    *path = a;
+    return 0;
+}
+
 static int report(const ch_error *err)
 {
     char buf[1024];
@@ -222,12 +232,9 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
         } else if (opt_value(argc, argv, &i, "--only", &v)) {
             if (!v) return usage_error("derive", "%s needs a value", "--only");
             only_arg = (char *)v; /* argv storage: split in place below */
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("derive", "unknown option '%s'", a);
-        } else if (path) {
-            return usage_error("derive", "unexpected argument '%s'", a);
         } else {
-            path = a;
+            int rc = model_argument("derive", a, &path);
+            if (rc) return rc;
         }
     }
     if (!path) return usage_error("derive", "%s", "missing MODEL file");
@@ -349,12 +356,9 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
             if (a[1] == 'o') dir = v;
             else if (a[2] == 'f') form = v;
             else prefix = v;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("emit", "unknown option '%s'", a);
-        } else if (path) {
-            return usage_error("emit", "unexpected argument '%s'", a);
         } else {
-            path = a;
+            int rc = model_argument("emit", a, &path);
+            if (rc) return rc;
         }
     }
     if (!path) return usage_error("emit", "%s", "missing MODEL file");
@@ -742,12 +746,9 @@ static int cmd_check(int argc, char **argv, size_t max_nodes)
         } else if (opt_value(argc, argv, &i, "--plot", &v)) {
             if (!v) return usage_error("check", "%s needs a value", "--plot");
             plot = v;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("check", "unknown option '%s'", a);
-        } else if (path) {
-            return usage_error("check", "unexpected argument '%s'", a);
         } else {
-            path = a;
+            int rc = model_argument("check", a, &path);
+            if (rc) return rc;
         }
     }
     if (strcmp(fmt, "text") && strcmp(fmt, "json"))
@@ -796,12 +797,9 @@ static int cmd_repl(int argc, char **argv, size_t max_nodes)
             if (!v) return usage_error("repl", "%s needs a value", a);
             if (a[2] == 'f') form = v;
             else compiler = v;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("repl", "unknown option '%s'", a);
-        } else if (path) {
-            return usage_error("repl", "unexpected argument '%s'", a);
         } else {
-            path = a;
+            int rc = model_argument("repl", a, &path);
+            if (rc) return rc;
         }
     }
     if (!path) return usage_error("repl", "%s", "missing MODEL file");
