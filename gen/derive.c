@@ -131,7 +131,7 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
         size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e, best_len) : NULL};
     const ch_expr *best = e;
     for (int i = 1; i < 3; i++) {
-        size_t len = printed_size(cand[i]);
+        size_t len = cand[i] ? ch_tree_size(cand[i], best_len) : best_len;
         if (len < best_len) {
             best = cand[i];
             best_len = len;
@@ -141,12 +141,48 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 }
 
 /* A tidy copy of rows expressions, in arena memory (NULL on failure). */
-static const ch_expr **tidy_all(ch_ctx *ctx, size_t rows,
+static const ch_expr **tidy_all(ch_ctx *ctx, ch_map *memo, size_t rows,
                                 const ch_expr *const *v)
 {
     const ch_expr **t = ch_mat_new(ctx, rows, 1);
-    for (size_t i = 0; t && i < rows; i++) t[i] = tidy(ctx, v[i]);
+    for (size_t i = 0; t && i < rows; i++) {
+        /* the same node recurs (a symmetric M, alpha inside B): tidy once */
+        const ch_expr *x = v[i] ? ch_map_get(memo, v[i]->id) : NULL;
+        if (!x && (x = tidy(ctx, v[i])) && ch_map_put(memo, v[i]->id, (void *)x))
+            return NULL;
+        t[i] = x;
+    }
     return t;
+}
+
+static int wanted(const char *key, size_t nonly, const char *const *only)
+{
+    for (size_t k = 0; k < nonly; k++)
+        if (strcmp(only[k], key) == 0) return 1;
+    return nonly == 0;
+}
+
+int ch_derivation_tidy(ch_derivation *d, size_t nonly, const char *const *only)
+{
+    ch_map memo;
+    ch_map_init(&memo);
+    int rc = 0;
+    for (size_t i = 0; i < d->n && !rc; i++) {
+        ch_entry *e = &d->entry[i];
+        if (!e->tidy || !wanted(e->key, nonly, only)) continue;
+        size_t count = e->kind == CH_ENTRY_MATRIX ? e->rows * e->cols : e->rows;
+        const ch_expr **t = tidy_all(d->ctx, &memo, count, e->e);
+        const ch_expr **t2 = e->e2 ? tidy_all(d->ctx, &memo, count, e->e2) : NULL;
+        if (!t || (e->e2 && !t2)) {
+            rc = -1;
+            break;
+        }
+        e->e = t;
+        if (e->e2) e->e2 = t2;
+        e->tidy = 0;
+    }
+    ch_map_free(&memo);
+    return rc;
 }
 
 static ch_entry *entry(ch_derivation *d, const char *key)
@@ -170,6 +206,7 @@ static void set_vec(ch_entry *e, size_t rows, const ch_expr *const *v,
     e->cols = 1;
     e->e = v;
     e->row_labels = labels;
+    e->tidy = 1;
 }
 
 static void set_mat(ch_entry *e, size_t rows, size_t cols,
@@ -183,6 +220,7 @@ static void set_mat(ch_entry *e, size_t rows, size_t cols,
     e->e = v;
     e->row_labels = rl;
     e->col_labels = cl;
+    e->tidy = 1;
 }
 
 /* Names of the coordinates and of the velocity symbols (SPEC §3: x_t). */
@@ -213,6 +251,7 @@ static void set_expr(ch_entry *e, const ch_expr *const *x)
     e->kind = CH_ENTRY_EXPR;
     e->rows = 1;
     e->e = x;
+    e->tidy = 1;
 }
 
 static void set_names(ch_entry *e, size_t rows, const char *const *names)
@@ -248,23 +287,24 @@ static void fill_model(ch_derivation *d, const char **qn, const char **qtn,
     e->names = pn;
     e->e = m->param_value;
     set_expr(entry(d, "lagrangian"), &m->lagrangian);
+    entry(d, "lagrangian")->tidy = 0; /* shown as the model gives it */
 }
 
 static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
 {
-    ch_ctx *ctx = d->ctx;
     const ch_lagrange *L = &d->lag;
     size_t n = d->model->n, k = d->model->k;
-    set_vec(entry(d, "momenta"), n, tidy_all(ctx, n, L->p), qn);
-    set_mat(entry(d, "mass_matrix"), n, n, tidy_all(ctx, n * n, L->M), qn, qn);
-    set_vec(entry(d, "euler_lagrange"), n, tidy_all(ctx, n, L->EL), qn);
+    set_vec(entry(d, "momenta"), n, L->p, qn);
+    set_mat(entry(d, "mass_matrix"), n, n, L->M, qn, qn);
+    set_vec(entry(d, "euler_lagrange"), n, L->EL, qn);
     set_vec(entry(d, "forces"), n, L->Q, qn);
-    set_expr(entry(d, "energy"), tidy_all(ctx, 1, &L->energy));
+    entry(d, "forces")->tidy = 0;
+    set_expr(entry(d, "energy"), &L->energy);
     if (k) {
-        set_vec(entry(d, "constraints"), k, tidy_all(ctx, k, L->phi), cn);
+        set_vec(entry(d, "constraints"), k, L->phi, cn);
         set_mat(entry(d, "constraint_jacobian"), k, n,
-                tidy_all(ctx, k * n, L->G), cn, qn);
-        set_vec(entry(d, "constraint_bias"), k, tidy_all(ctx, k, L->c), cn);
+                L->G, cn, qn);
+        set_vec(entry(d, "constraint_bias"), k, L->c, cn);
         return;
     }
     static const char *const none[] = {"constraints", "constraint_jacobian",
@@ -275,10 +315,9 @@ static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
 
 static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
 {
-    ch_ctx *ctx = d->ctx;
     const ch_chetaev *c = &d->chet;
     size_t n = d->model->n, k = d->model->k;
-    set_expr(entry(d, "energy_balance"), tidy_all(ctx, 1, &c->energy_balance));
+    set_expr(entry(d, "energy_balance"), &c->energy_balance);
     ch_entry *e = entry(d, "energy_conserved");
     e->kind = CH_ENTRY_VERDICT;
     e->verdict = c->energy_conserved;
@@ -286,14 +325,14 @@ static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
     if (!k) {
         return;
     }
-    set_vec(entry(d, "reactions"), n, tidy_all(ctx, n, c->R), qn);
+    set_vec(entry(d, "reactions"), n, c->R, qn);
     e = entry(d, "homogeneity");
     e->kind = CH_ENTRY_DEGREES;
     e->rows = k;
     e->e = c->sigma;
     e->row_labels = cn;
     if (c->lambda_explicit)
-        set_vec(entry(d, "multipliers"), k, tidy_all(ctx, k, c->lambda_explicit), cn);
+        set_vec(entry(d, "multipliers"), k, c->lambda_explicit, cn);
     else
         entry(d, "multipliers")->note = "shown for systems with at most 4 coordinates";
 }
@@ -318,17 +357,18 @@ static int fill_reduced(ch_derivation *d)
         e->kind = CH_ENTRY_OBJECT;
         e->rows = k;
         e->names = dv;
-        e->e = tidy_all(ctx, k, r->alpha);
+        e->e = r->alpha;
         e->row_labels = dq;
+        e->tidy = 1;
     } else {
         e->note = "the constraints are not linear in the dependent velocities: "
                   "alpha is implicit, and the dependent velocity symbols in the "
                   "reduced quantities stand for alpha(t, q, q'_independent)";
     }
-    set_expr(entry(d, "L_star"), tidy_all(ctx, 1, &r->L_star));
-    set_vec(entry(d, "p_star"), k, tidy_all(ctx, k, r->p_star), dq);
-    set_expr(entry(d, "energy_star"), tidy_all(ctx, 1, &r->E_star));
-    set_vec(entry(d, "alpha_bar"), k, tidy_all(ctx, k, r->alpha_bar), dq);
+    set_expr(entry(d, "L_star"), &r->L_star);
+    set_vec(entry(d, "p_star"), k, r->p_star, dq);
+    set_expr(entry(d, "energy_star"), &r->E_star);
+    set_vec(entry(d, "alpha_bar"), k, r->alpha_bar, dq);
     e = entry(d, "energy_identity");
     e->kind = CH_ENTRY_VERDICT;
     e->verdict = r->E_identity_test.verdict == CH_ZERO_YES ? 1
@@ -339,10 +379,10 @@ static int fill_reduced(ch_derivation *d)
                   : "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
                     "at random points on the constraint manifold (ball arithmetic)";
     if (e->verdict != 1) e->note = "NOT verified: this is a bug, please report it";
-    set_mat(entry(d, "B"), k, mm, tidy_all(ctx, k * mm, r->B), dq, iq);
+    set_mat(entry(d, "B"), k, mm, r->B, dq, iq);
     set_mat(entry(d, "reduced_mass_matrix"), mm, mm,
-            tidy_all(ctx, mm * mm, r->M_star), iq, iq);
-    set_vec(entry(d, "reduced_equations"), mm, tidy_all(ctx, mm, r->eqs), iq);
+            r->M_star, iq, iq);
+    set_vec(entry(d, "reduced_equations"), mm, r->eqs, iq);
     return 0;
 }
 
@@ -354,19 +394,20 @@ static int fill_hamilton(ch_derivation *d)
     size_t mm = r->m;
     const char **iq = pick_names(ctx, d->model, mm, d->mf.indep, 0);
     if (!iq) return -1;
-    set_vec(entry(d, "momenta_star"), mm, tidy_all(ctx, mm, r->y_star), iq);
+    set_vec(entry(d, "momenta_star"), mm, r->y_star, iq);
     if (!h->exists) {
         entry(d, "H_star")->note = h->reason;
         entry(d, "poincare_hamilton")->note = h->reason;
         return 0;
     }
-    set_expr(entry(d, "H_star"), tidy_all(ctx, 1, &h->H));
+    set_expr(entry(d, "H_star"), &h->H);
     ch_entry *e = entry(d, "poincare_hamilton");
     e->kind = CH_ENTRY_PH;
     e->rows = mm;
-    e->e = tidy_all(ctx, mm, h->qt);
-    e->e2 = tidy_all(ctx, mm, h->yt);
+    e->e = h->qt;
+    e->e2 = h->yt;
     e->row_labels = iq;
+    e->tidy = 1;
     return e->e && e->e2 ? 0 : -1;
 }
 

@@ -46,6 +46,7 @@ typedef struct {
     const ch_expr *const *e2; /* CH_ENTRY_PH: the y_t column */
     int verdict;              /* CH_ENTRY_VERDICT: 1, 0, -1 (unknown) */
     int display_only;         /* text and LaTeX only: not a SPEC §3 key */
+    int tidy;                 /* e (and e2) are as derived: ch_derivation_tidy */
 } ch_entry;
 
 typedef struct ch_derivation {
@@ -60,8 +61,17 @@ typedef struct ch_derivation {
     ch_entry *entry;
 } ch_derivation;
 
+/* Derives every entry. The expressions are the ones the mechanics modules
+ * built, which is what code generation and the audit use. */
 int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
               ch_error *err);
+
+/* Rewrites the chosen entries (nonly == 0: all; unknown keys are ignored)
+ * into their display form: the shortest printed of the expression, its
+ * expansion and its rational normal form, under node budgets. Only for
+ * printing: it costs more than the derivation of a large model. 0, or -1
+ * when out of memory. */
+int ch_derivation_tidy(ch_derivation *d, size_t nonly, const char *const *only);
 
 /* The entry with this key, or NULL. */
 const ch_entry *ch_derivation_find(const ch_derivation *d, const char *key);

@@ -256,10 +256,14 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
     ch_buf out;
     ch_buf_init(&out);
     int rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc && ch_derivation_write(&out, d, fmt, nonly, only, &err))
+    if (!rc && ch_derivation_tidy(d, nonly, only)) {
+        ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
         rc = report(&err);
-    else if (!rc && out.len && fwrite(out.s, 1, out.len, stdout) != out.len)
+    } else if (!rc && ch_derivation_write(&out, d, fmt, nonly, only, &err)) {
+        rc = report(&err);
+    } else if (!rc && out.len && fwrite(out.s, 1, out.len, stdout) != out.len) {
         rc = EXIT_MODEL;
+    }
     ch_buf_free(&out);
     ch_ctx_free(ctx);
     return rc;

@@ -520,7 +520,9 @@ static int cmd_show(repl *r, int argc, char **argv)
     ch_buf_init(&b);
     ch_error e;
     ch_error_clear(&e);
-    int rc = ch_derivation_write(&b, r->d, CH_FORMAT_TEXT, (size_t)argc,
+    int rc = ch_derivation_tidy(r->d, (size_t)argc, (const char *const *)argv)
+                 ? complain(r, "out of memory")
+           : ch_derivation_write(&b, r->d, CH_FORMAT_TEXT, (size_t)argc,
                                  (const char *const *)argv, &e) ? report(r, &e) : 0;
     if (!rc && b.oom) rc = complain(r, "out of memory");
     if (!rc) {
