@@ -87,6 +87,22 @@ int ch_driver_runtime_file(size_t i, const char **name, const char **text,
     return 0;
 }
 
+/* What the emitted code takes from <math.h> (the functions gen/cse.c
+ * calls, fabs and sqrt of the solvers, HUGE_VAL of the energy): parsing
+ * the system header costs tcc more than compiling a small model. */
+static const char math_decls[] =
+    "double sin(double), cos(double), tan(double), asin(double), acos(double),\n"
+    "    atan(double), atan2(double, double), sinh(double), cosh(double),\n"
+    "    tanh(double), exp(double), log(double), fabs(double), sqrt(double),\n"
+    "    cbrt(double), pow(double, double);\n"
+    "#ifndef HUGE_VAL\n"
+    "#ifdef __TINYC__\n"
+    "#define HUGE_VAL 1e10000\n"
+    "#else\n"
+    "#define HUGE_VAL (__builtin_huge_val())\n"
+    "#endif\n"
+    "#endif\n";
+
 void ch_driver_jit_unit(const char *prefix, const char *header,
                         const char *source, ch_buf *unit)
 {
@@ -104,6 +120,8 @@ void ch_driver_jit_unit(const char *prefix, const char *header,
         if (m == ilen && memcmp(s, include, ilen) == 0) {
             ch_buf_put(unit, header);
             if (!*header || header[strlen(header) - 1] != '\n') ch_buf_putc(unit, '\n');
+        } else if (m == 17 && memcmp(s, "#include <math.h>", 17) == 0) {
+            ch_buf_put(unit, math_decls);
         } else {
             ch_buf_putn(unit, s, n);
             if (nl) ch_buf_putc(unit, '\n');

@@ -32,7 +32,8 @@ int ch_driver_runtime_file(size_t i, const char **name, const char **text,
 
 /* One translation unit for the JIT: the source with a line
  * `#include "PREFIX.h"` replaced by the header text (as the preprocessor
- * would), then a table of the PREFIX_N* macros so that the sizes can be
+ * would) and `#include <math.h>` by the declarations the emitted code
+ * uses, then a table of the PREFIX_N* macros so that the sizes can be
  * read as a symbol (PREFIX_chrt_dims). */
 void ch_driver_jit_unit(const char *prefix, const char *header,
                         const char *source, ch_buf *unit);
