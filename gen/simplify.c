@@ -440,6 +440,12 @@ typedef struct {
     fmpq_mpoly_struct *rel, *quo;
     fmpq_mpoly_struct **relp, **quop;
     slong nrel;
+    /* Every relation is lead_var^lead_pow - tail (checked as it is added;
+     * otherwise generic_rel): see preduce. */
+    fmpq_mpoly_struct *tail;
+    slong *lead_var, *degs;
+    ulong *lead_pow;
+    int generic_rel;
     ch_map val;       /* node id -> nf_frac* */
     nf_frac *fracs;   /* every cached fraction, for clearing */
     const ch_expr **var_expr; /* FLINT variable -> expression */
@@ -475,6 +481,7 @@ static void nf_clear(nf_state *s)
         for (size_t i = 0; i < s->nalloc; i++) {
             fmpq_mpoly_clear(s->rel + i, s->mctx);
             fmpq_mpoly_clear(s->quo + i, s->mctx);
+            fmpq_mpoly_clear(s->tail + i, s->mctx);
         }
         fmpq_mpoly_ctx_clear(s->mctx);
     }
@@ -482,6 +489,10 @@ static void nf_clear(nf_state *s)
     free(s->quo);
     free(s->relp);
     free(s->quop);
+    free(s->tail);
+    free(s->lead_var);
+    free(s->lead_pow);
+    free(s->degs);
     free(s->var_expr);
     free(s->atoms);
     ch_map_free(&s->atom_of);
@@ -735,7 +746,12 @@ static int nf_setup_ring(nf_state *s)
     s->quo = malloc((n ? n : 1) * sizeof *s->quo);
     s->relp = malloc((n ? n : 1) * sizeof *s->relp);
     s->quop = malloc((n ? n : 1) * sizeof *s->quop);
-    if (!keys || !s->var_expr || !s->rel || !s->quo || !s->relp || !s->quop) {
+    s->tail = malloc((n ? n : 1) * sizeof *s->tail);
+    s->lead_var = malloc((n ? n : 1) * sizeof *s->lead_var);
+    s->lead_pow = malloc((n ? n : 1) * sizeof *s->lead_pow);
+    s->degs = malloc((n ? n : 1) * sizeof *s->degs);
+    if (!keys || !s->var_expr || !s->rel || !s->quo || !s->relp || !s->quop
+        || !s->tail || !s->lead_var || !s->lead_pow || !s->degs) {
         free(keys);
         return -1;
     }
@@ -770,6 +786,7 @@ static int nf_setup_ring(nf_state *s)
     for (size_t i = 0; i < n; i++) {
         fmpq_mpoly_init(s->rel + i, s->mctx);
         fmpq_mpoly_init(s->quo + i, s->mctx);
+        fmpq_mpoly_init(s->tail + i, s->mctx);
         s->relp[i] = s->rel + i;
         s->quop[i] = s->quo + i;
     }
@@ -777,15 +794,58 @@ static int nf_setup_ring(nf_state *s)
     return 0;
 }
 
-/* One pass over the terms (fits_si followed by total_degree_si is two). */
+/* One pass over the terms (fits_si followed by total_degree_si is two).
+ * Packed exponents (the usual case) are summed field by field in place:
+ * the generic FLINT routine unpacks every monomial into fmpz's, and the
+ * bound checks of the normal form call this for every operation. Unused
+ * fields are zero, so every field of every word can be added. */
 static slong tdeg(nf_state *s, const fmpq_mpoly_t p)
 {
+    const fmpz_mpoly_struct *z = p->zpoly;
+    if (z->length == 0) return -1;
+    if (z->bits <= 32) { /* the sum of all fields fits a slong */
+        slong words = mpoly_words_per_exp_sp(z->bits, s->mctx->zctx->minfo);
+        slong per = FLINT_BITS / (slong)z->bits;
+        ulong mask = (UWORD(1) << z->bits) - 1;
+        slong best = 0;
+        for (slong i = 0; i < z->length; i++) {
+            const ulong *e = z->exps + words * i;
+            slong sum = 0;
+            for (slong w = 0; w < words; w++)
+                for (slong f = 0; f < per; f++)
+                    sum += (slong)((e[w] >> (f * (slong)z->bits)) & mask);
+            if (sum > best) best = sum;
+        }
+        return best;
+    }
     fmpz_t d;
     fmpz_init(d);
     fmpq_mpoly_total_degree_fmpz(d, p, s->mctx);
     slong r = fmpz_fits_si(d) ? fmpz_get_si(d) : WORD_MAX;
     fmpz_clear(d);
     return r;
+}
+
+/* Whether the total degree of p is at most limit. First the sum of the
+ * fields of the OR of all packed exponents, a bound on the total degree
+ * that costs one OR per word and term; the exact degree only when that
+ * bound is over the limit. */
+static int deg_at_most(nf_state *s, const fmpq_mpoly_t p, slong limit)
+{
+    const fmpz_mpoly_struct *z = p->zpoly;
+    if (z->length > 0 && z->bits <= 32) {
+        slong words = mpoly_words_per_exp_sp(z->bits, s->mctx->zctx->minfo);
+        slong per = FLINT_BITS / (slong)z->bits, bound = 0;
+        ulong mask = (UWORD(1) << z->bits) - 1;
+        for (slong w = 0; w < words; w++) {
+            ulong any = 0;
+            for (slong i = 0; i < z->length; i++) any |= z->exps[words * i + w];
+            for (slong f = 0; f < per; f++)
+                bound += (slong)((any >> (f * (slong)z->bits)) & mask);
+        }
+        if (bound <= limit) return 1;
+    }
+    return tdeg(s, p) <= limit;
 }
 
 /* The term bound only: for results of products and sums, whose degree is
@@ -800,7 +860,7 @@ static int poly_len_ok(nf_state *s, const fmpq_mpoly_t p)
 
 static int poly_ok(nf_state *s, const fmpq_mpoly_t p)
 {
-    if (poly_len_ok(s, p) && tdeg(s, p) <= NF_MAX_DEG) return 1;
+    if (poly_len_ok(s, p) && deg_at_most(s, p, NF_MAX_DEG)) return 1;
     nf_fail(s, CH_ERR_LIMIT, "normal form too large");
     return 0;
 }
@@ -811,7 +871,9 @@ static int pmul(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a,
 {
     double la = (double)fmpq_mpoly_length(a, s->mctx);
     double lb = (double)fmpq_mpoly_length(b, s->mctx);
-    if (la * lb > s->max_product || tdeg(s, a) + tdeg(s, b) > NF_MAX_DEG) {
+    if (la * lb > s->max_product
+        || (!(deg_at_most(s, a, NF_MAX_DEG / 2) && deg_at_most(s, b, NF_MAX_DEG / 2))
+            && tdeg(s, a) + tdeg(s, b) > NF_MAX_DEG)) {
         nf_fail(s, CH_ERR_LIMIT, "normal form too large");
         return 0;
     }
@@ -823,9 +885,8 @@ static int pmul(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a,
 static int ppow(nf_state *s, fmpq_mpoly_t r, const fmpq_mpoly_t a, ulong k)
 {
     slong len = fmpq_mpoly_length(a, s->mctx);
-    slong d = tdeg(s, a);
     if (k > 1 && len > 0) {
-        if (d > 0 && (ulong)d > NF_MAX_DEG / k) goto big;
+        if (!deg_at_most(s, a, (slong)(NF_MAX_DEG / k))) goto big;
         /* at most C(len + k - 1, k) monomials */
         double bound = 1;
         for (ulong i = 1; i <= k && bound <= (double)s->max_terms; i++)
@@ -839,10 +900,58 @@ big:
     return 0;
 }
 
-/* Replaces p by its remainder modulo the relations built so far. */
+/* p with every v^k (k >= L) replaced by v^(k mod L) tail^(k div L), for
+ * the relation v^L - tail; 0 when a bound is exceeded. */
+static int substitute_power(nf_state *s, fmpq_mpoly_t p, slong v, ulong L,
+                            const fmpq_mpoly_t tail, slong deg)
+{
+    const fmpq_mpoly_ctx_struct *M = s->mctx;
+    fmpq_mpoly_t out, c, tpow, term;
+    fmpq_mpoly_init(out, M);
+    fmpq_mpoly_init(c, M);
+    fmpq_mpoly_init(tpow, M);
+    fmpq_mpoly_init(term, M);
+    fmpq_mpoly_one(tpow, M);
+    int ok = 1;
+    for (ulong k = 0; ok && k <= (ulong)deg; k++) {
+        if (k && k % L == 0) ok = pmul(s, tpow, tpow, tail);
+        ulong e = k;
+        fmpq_mpoly_get_coeff_vars_ui(c, p, &v, &e, 1, M);
+        if (!ok || fmpq_mpoly_is_zero(c, M)) continue;
+        fmpq_mpoly_gen(term, v, M);
+        if (!fmpq_mpoly_pow_ui(term, term, k % L, M)) ok = 0;
+        ok = ok && pmul(s, term, term, c) && pmul(s, term, term, tpow);
+        if (ok) fmpq_mpoly_add(out, out, term, M);
+        ok = ok && poly_len_ok(s, out);
+    }
+    if (ok) fmpq_mpoly_swap(p, out, M);
+    fmpq_mpoly_clear(out, M);
+    fmpq_mpoly_clear(c, M);
+    fmpq_mpoly_clear(tpow, M);
+    fmpq_mpoly_clear(term, M);
+    return ok;
+}
+
+/* Replaces p by its remainder modulo the relations built so far. The
+ * relations are a Groebner basis whose leading monomials are powers of
+ * single variables (v^L - tail, the tail below v^L), so any complete
+ * reduction gives the remainder; substituting the powers directly, and
+ * only where a degree reaches L, is much cheaper than the generic division
+ * by the whole ideal. */
 static int preduce(nf_state *s, fmpq_mpoly_t p)
 {
     if (s->nrel == 0 || fmpq_mpoly_is_zero(p, s->mctx)) return 1;
+    if (!s->generic_rel) {
+        for (;;) {
+            fmpq_mpoly_degrees_si(s->degs, p, s->mctx);
+            slong i = 0;
+            while (i < s->nrel && s->degs[s->lead_var[i]] < (slong)s->lead_pow[i]) i++;
+            if (i == s->nrel) return poly_ok(s, p);
+            if (!substitute_power(s, p, s->lead_var[i], s->lead_pow[i], s->tail + i,
+                                  s->degs[s->lead_var[i]]))
+                return 0;
+        }
+    }
     fmpq_mpoly_t r;
     fmpq_mpoly_init(r, s->mctx);
     fmpq_mpoly_divrem_ideal(s->quop, r, p, s->relp, s->nrel, s->mctx);
@@ -1142,9 +1251,34 @@ static const ch_expr *poly_to_expr(nf_state *s, const fmpq_mpoly_t p);
 
 static int push_rel(nf_state *s, fmpq_mpoly_t r)
 {
-    if (fmpq_mpoly_is_zero(r, s->mctx)) return 1; /* FLINT aborts on 0 */
-    fmpq_mpoly_swap(s->rel + s->nrel, r, s->mctx);
+    const fmpq_mpoly_ctx_struct *M = s->mctx;
+    if (fmpq_mpoly_is_zero(r, M)) return 1; /* FLINT aborts on 0 */
+    slong i = s->nrel, nv = fmpq_mpoly_ctx_nvars(M), v = -1;
+    fmpq_mpoly_swap(s->rel + i, r, M);
     s->nrel++;
+    /* the leading term: a power of one variable with coefficient 1? */
+    fmpq_t c;
+    fmpq_init(c);
+    fmpq_mpoly_get_term_coeff_fmpq(c, s->rel + i, 0, M);
+    int pure = fmpq_is_one(c) && fmpq_mpoly_term_exp_fits_si(s->rel + i, 0, M);
+    fmpq_clear(c);
+    if (pure) {
+        fmpq_mpoly_get_term_exp_si(s->degs, s->rel + i, 0, M);
+        for (slong j = 0; j < nv && pure; j++)
+            if (s->degs[j]) {
+                pure = v < 0;
+                v = j;
+            }
+    }
+    if (!pure || v < 0) {
+        s->generic_rel = 1;
+        return 1;
+    }
+    s->lead_var[i] = v;
+    s->lead_pow[i] = (ulong)s->degs[v];
+    fmpq_mpoly_gen(s->tail + i, v, M);
+    fmpq_mpoly_pow_ui(s->tail + i, s->tail + i, s->lead_pow[i], M);
+    fmpq_mpoly_sub(s->tail + i, s->tail + i, s->rel + i, M);
     return 1;
 }
 
