@@ -1146,15 +1146,51 @@ static void emit(printer *pr, const ch_expr *e, int need)
 
 /* ---- entry points ------------------------------------------------------------ */
 
+struct ch_printer {
+    printer pr;
+};
+
+ch_printer *ch_printer_new(ch_style style)
+{
+    ch_printer *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    /* An unknown style prints as text rather than reaching the C printer. */
+    printer_init(&p->pr, NULL, (unsigned)style <= CH_STYLE_SYMPY ? (int)style : CH_STYLE_TEXT);
+    p->pr.reuse = 1;
+    return p;
+}
+
+void ch_printer_free(ch_printer *p)
+{
+    if (!p) return;
+    printer_clear(&p->pr);
+    free(p);
+}
+
+void ch_printer_put(ch_printer *p, ch_buf *out, const ch_expr *e)
+{
+    printer *pr = &p->pr;
+    /* The memo (term orders, degrees) holds for every call; the spans of
+     * repeated text are positions in this call's output. */
+    pr->out = out;
+    pr->failed = 0;
+    pr->depth = pr->max_depth = 0;
+    pr->nspans = 0;
+    ch_map_free(&pr->spans_at);
+    ch_map_init(&pr->spans_at);
+    emit(pr, e, P_ANY);
+    if (pr->failed) out->oom = 1;
+}
+
 void ch_print(ch_buf *out, const ch_expr *e, ch_style style)
 {
-    printer pr;
-    /* An unknown style prints as text rather than reaching the C printer. */
-    printer_init(&pr, out, (unsigned)style <= CH_STYLE_SYMPY ? (int)style : CH_STYLE_TEXT);
-    pr.reuse = 1;
-    emit(&pr, e, P_ANY);
-    if (pr.failed) out->oom = 1;
-    printer_clear(&pr);
+    ch_printer *p = ch_printer_new(style);
+    if (!p) {
+        out->oom = 1;
+        return;
+    }
+    ch_printer_put(p, out, e);
+    ch_printer_free(p);
 }
 
 int ch_print_c(ch_buf *out, const ch_expr *e, ch_c_namer namer, void *data)

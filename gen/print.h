@@ -22,6 +22,15 @@ typedef enum {
 
 void ch_print(ch_buf *out, const ch_expr *e, ch_style style);
 
+/* A printer kept across calls: the order of the terms of every sum and
+ * product it has printed is remembered, so printing many expressions that
+ * share subexpressions (the entries of a derivation) sorts each once.
+ * NULL when out of memory (ch_printer_free accepts NULL). */
+typedef struct ch_printer ch_printer;
+ch_printer *ch_printer_new(ch_style style);
+void ch_printer_put(ch_printer *p, ch_buf *out, const ch_expr *e);
+void ch_printer_free(ch_printer *p);
+
 /* C99 expression text: small integer powers as products (x*x*x, 1/(x*x)),
  * other powers with pow/sqrt/cbrt, rational constants as correctly rounded
  * doubles printed with 17 significant digits. The namer returns the C text

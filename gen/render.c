@@ -13,9 +13,12 @@
 #include "print.h"
 
 
+/* One printer per call, so that shared subexpressions of the entries are
+ * ordered for display once (print.h). */
 typedef struct {
     ch_buf *out;
     const ch_derivation *d;
+    ch_printer *pr;
 } writer;
 
 /* Derived quantities of large models can be DAGs whose tree is
@@ -30,10 +33,11 @@ static int printable(const ch_expr *e)
     return ch_tree_size(e, PRINT_MAX_TREE + 1) <= PRINT_MAX_TREE;
 }
 
-static void put_expr(ch_buf *o, const ch_expr *e, ch_style style)
+static void put_expr(const writer *w, const ch_expr *e, ch_style style)
 {
+    ch_buf *o = w->out;
     if (printable(e)) {
-        ch_print(o, e, style);
+        ch_printer_put(w->pr, o, e);
         return;
     }
     const char *fmt = style == CH_STYLE_LATEX
@@ -58,8 +62,9 @@ static void text_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
         ch_buf_printf(o, "[%s,%s]", e->row_labels[i], e->col_labels[j]);
 }
 
-static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
+static void text_entry(const writer *w, const ch_entry *e)
 {
+    ch_buf *o = w->out;
     ch_buf_printf(o, "\n== %s", e->title);
     if (e->ref) ch_buf_printf(o, "  [%s]", e->ref);
     ch_buf_put(o, " ==\n");
@@ -73,10 +78,10 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
     case CH_ENTRY_NAMES:
         ch_buf_put(o, " ");
         for (size_t i = 0; i < e->rows; i++) {
-            const ch_expr *s = ch_symbol_find(ctx, e->names[i]);
+            const ch_expr *s = ch_symbol_find(w->d->ctx, e->names[i]);
             ch_buf_put(o, " ");
             if (s)
-                put_expr(o, s, CH_STYLE_TEXT);
+                put_expr(w, s, CH_STYLE_TEXT);
             else
                 ch_buf_put(o, e->names[i]);
             if (i + 1 < e->rows) ch_buf_put(o, ",");
@@ -86,14 +91,14 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
     case CH_ENTRY_PARAMS:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s = ", e->names[i]);
-            put_expr(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(w, e->e[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         if (!e->rows) ch_buf_put(o, "  (none)\n");
         break;
     case CH_ENTRY_EXPR:
         ch_buf_printf(o, "  %s = ", e->symbol ? e->symbol : e->key);
-        put_expr(o, e->e[0], CH_STYLE_TEXT);
+        put_expr(w, e->e[0], CH_STYLE_TEXT);
         ch_buf_put(o, "\n");
         break;
     case CH_ENTRY_VECTOR:
@@ -109,7 +114,7 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
                 ch_buf_put(o, "  ");
                 text_label(o, e, i, j);
                 ch_buf_put(o, " = ");
-                put_expr(o, x, CH_STYLE_TEXT);
+                put_expr(w, x, CH_STYLE_TEXT);
                 ch_buf_put(o, "\n");
             }
         if (zeros) ch_buf_printf(o, "  (the %zu entries not listed are 0)\n", zeros);
@@ -120,7 +125,7 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
             ch_buf_printf(o, "  phi_%s: ", e->row_labels[i]);
             if (e->e[i]) {
                 ch_buf_put(o, "homogeneous of degree ");
-                put_expr(o, e->e[i], CH_STYLE_TEXT);
+                put_expr(w, e->e[i], CH_STYLE_TEXT);
                 ch_buf_put(o, "\n");
             } else {
                 ch_buf_put(o, "not homogeneous\n");
@@ -133,16 +138,16 @@ static void text_entry(ch_buf *o, const ch_ctx *ctx, const ch_entry *e)
     case CH_ENTRY_OBJECT:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
-            put_expr(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(w, e->e[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         break;
     case CH_ENTRY_PH:
         for (size_t i = 0; i < e->rows; i++) {
             ch_buf_printf(o, "  %s' = ", e->row_labels[i]);
-            put_expr(o, e->e[i], CH_STYLE_TEXT);
+            put_expr(w, e->e[i], CH_STYLE_TEXT);
             ch_buf_printf(o, "\n  y_%s' = ", e->row_labels[i]);
-            put_expr(o, e->e2[i], CH_STYLE_TEXT);
+            put_expr(w, e->e2[i], CH_STYLE_TEXT);
             ch_buf_put(o, "\n");
         }
         break;
@@ -157,7 +162,7 @@ static void write_text(writer *w, size_t n, const ch_entry *const *sel)
                   CH_VERSION);
     ch_buf_put(w->out, "Notation: q' is dq/dt, q'' is d2q/dt2; references are "
                        "to the seed papers (see THEORY).\n");
-    for (size_t i = 0; i < n; i++) text_entry(w->out, w->d->ctx, sel[i]);
+    for (size_t i = 0; i < n; i++) text_entry(w, sel[i]);
 }
 
 /* ---- LaTeX -------------------------------------------------------------- */
@@ -207,22 +212,24 @@ static void latex_label(ch_buf *o, const ch_entry *e, size_t i, size_t j)
 
 /* Names of symbols (coordinates, velocities, dependent velocities) as
  * the symbols themselves, so that x_t shows as \dot{x}. */
-static void latex_names(ch_buf *o, const ch_derivation *d, const ch_entry *e)
+static void latex_names(const writer *w, const ch_entry *e)
 {
+    ch_buf *o = w->out;
     ch_buf_put(o, "$");
     for (size_t i = 0; i < e->rows; i++) {
         if (i) ch_buf_put(o, ",\\ ");
-        const ch_expr *s = ch_symbol_find(d->ctx, e->names[i]);
+        const ch_expr *s = ch_symbol_find(w->d->ctx, e->names[i]);
         if (s)
-            put_expr(o, s, CH_STYLE_LATEX);
+            put_expr(w, s, CH_STYLE_LATEX);
         else
             ch_print_latex_name(o, e->names[i]);
     }
     ch_buf_put(o, "$\n");
 }
 
-static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
+static void latex_entry(const writer *w, const ch_entry *e)
 {
+    ch_buf *o = w->out;
     ch_buf_put(o, "\n\\section*{");
     ch_buf_put(o, e->latex_title);
     if (e->ref) ch_buf_printf(o, " \\normalfont\\small(%s)", e->ref);
@@ -239,7 +246,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
         ch_buf_put(o, "}\n");
         break;
     case CH_ENTRY_NAMES:
-        latex_names(o, d, e);
+        latex_names(w, e);
         break;
     case CH_ENTRY_PARAMS:
         if (!e->rows) ch_buf_put(o, "None.\n");
@@ -247,7 +254,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_put(o, i ? ",\\quad $" : "$");
             ch_print_latex_name(o, e->names[i]);
             ch_buf_put(o, " = ");
-            put_expr(o, e->e[i], CH_STYLE_LATEX);
+            put_expr(w, e->e[i], CH_STYLE_LATEX);
             ch_buf_put(o, "$");
         }
         ch_buf_put(o, "\n");
@@ -256,7 +263,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
         ch_buf_put(o, "\\begin{align*}\n");
         latex_label(o, e, 0, 0);
         ch_buf_put(o, " &= ");
-        put_expr(o, e->e[0], CH_STYLE_LATEX);
+        put_expr(w, e->e[0], CH_STYLE_LATEX);
         ch_buf_put(o, "\n\\end{align*}\n");
         break;
     case CH_ENTRY_VECTOR:
@@ -273,7 +280,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
                 if (shown++) ch_buf_put(o, " \\\\\n");
                 latex_label(o, e, i, j);
                 ch_buf_put(o, " &= ");
-                put_expr(o, x, CH_STYLE_LATEX);
+                put_expr(w, x, CH_STYLE_LATEX);
             }
         if (!shown) ch_buf_put(o, "0");
         ch_buf_put(o, "\n\\end{align*}\n");
@@ -285,7 +292,7 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_printf(o, "%s$\\varphi_{%s}$: ", i ? "\\\\\n" : "", e->row_labels[i]);
             if (e->e[i]) {
                 ch_buf_put(o, "homogeneous of degree $");
-                put_expr(o, e->e[i], CH_STYLE_LATEX);
+                put_expr(w, e->e[i], CH_STYLE_LATEX);
                 ch_buf_put(o, "$");
             } else {
                 ch_buf_put(o, "not homogeneous");
@@ -304,12 +311,12 @@ static void latex_entry(ch_buf *o, const ch_derivation *d, const ch_entry *e)
             ch_buf_put(o, "\\dot{");
             ch_print_latex_name(o, e->row_labels[i]);
             ch_buf_put(o, "} &= ");
-            put_expr(o, e->e[i], CH_STYLE_LATEX);
+            put_expr(w, e->e[i], CH_STYLE_LATEX);
             if (e->kind != CH_ENTRY_PH) continue;
             ch_buf_put(o, " \\\\\n\\dot{y}^{*}_{");
             ch_print_latex_name(o, e->row_labels[i]);
             ch_buf_put(o, "} &= ");
-            put_expr(o, e->e2[i], CH_STYLE_LATEX);
+            put_expr(w, e->e2[i], CH_STYLE_LATEX);
         }
         ch_buf_put(o, "\n\\end{align*}\n");
         break;
@@ -333,7 +340,7 @@ static void write_latex(writer *w, size_t n, const ch_entry *const *sel)
     latex_escape(o, w->d->model->name);
     ch_buf_printf(o, "}\\\\[2pt]\\normalsize by chetaev %s\\end{center}\n",
                   CH_VERSION);
-    for (size_t i = 0; i < n; i++) latex_entry(o, w->d, sel[i]);
+    for (size_t i = 0; i < n; i++) latex_entry(w, sel[i]);
     ch_buf_put(o, "\n\\end{document}\n");
 }
 
@@ -344,28 +351,30 @@ static void py_string(ch_buf *o, const char *s)
     ch_print_json_string(o, s); /* a JSON string is a valid Python literal */
 }
 
-static void py_expr(ch_buf *o, const ch_expr *e)
+static void py_expr(const writer *w, const ch_expr *e)
 {
+    ch_buf *o = w->out;
     if (!printable(e)) {
         ch_buf_put(o, "None");
         return;
     }
     ch_buf_put(o, "_e(\"");
-    ch_print(o, e, CH_STYLE_SYMPY);
+    ch_printer_put(w->pr, o, e);
     ch_buf_put(o, "\")");
 }
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static void json_expr(ch_buf *o, const ch_expr *e)
+static void json_expr(const writer *w, const ch_expr *e)
 {
+    ch_buf *o = w->out;
     if (!printable(e)) {
         ch_buf_put(o, "null");
         return;
     }
     ch_buf tmp;
     ch_buf_init(&tmp);
-    ch_print(&tmp, e, CH_STYLE_SYMPY);
+    ch_printer_put(w->pr, &tmp, e);
     if (tmp.oom) o->oom = 1;
     ch_print_json_string(o, tmp.s ? tmp.s : "");
     ch_buf_free(&tmp);
@@ -389,25 +398,24 @@ static void json_number(ch_buf *o, const ch_expr *e)
 struct syntax {
     const char *null, *yes, *no, *unknown;
     const char *mat_open, *mat_close, *row_sep;
-    void (*expr)(ch_buf *, const ch_expr *);
+    void (*expr)(const writer *, const ch_expr *);
     void (*string)(ch_buf *, const char *);
-    void (*param)(ch_buf *, const ch_model *, const ch_entry *, size_t);
+    void (*param)(const writer *, const ch_entry *, size_t);
 };
 
-static void py_param(ch_buf *o, const ch_model *m, const ch_entry *e, size_t i)
+static void py_param(const writer *w, const ch_entry *e, size_t i)
 {
-    (void)m;
-    py_expr(o, e->e[i]); /* exact: _e("1/5") */
+    py_expr(w, e->e[i]); /* exact: _e("1/5") */
 }
 
-static void json_param(ch_buf *o, const ch_model *m, const ch_entry *e, size_t i)
+static void json_param(const writer *w, const ch_entry *e, size_t i)
 {
     (void)e;
-    double v = m->param_default[i];
+    double v = w->d->model->param_default[i];
     if (isfinite(v))
-        ch_buf_printf(o, "%.17g", v);
+        ch_buf_printf(w->out, "%.17g", v);
     else
-        ch_buf_put(o, "null");
+        ch_buf_put(w->out, "null");
 }
 
 static void json_degree(ch_buf *o, const ch_expr *e) { json_number(o, e); }
@@ -420,23 +428,25 @@ static const struct syntax json = {
     json_expr, ch_print_json_string, json_param};
 
 /* "[a, b, ...]": n expressions (NULL written as null) separated by sep. */
-static void list(ch_buf *o, size_t n, const ch_expr *const *x,
+static void list(const writer *w, size_t n, const ch_expr *const *x,
                  const struct syntax *sx, const char *sep)
 {
+    ch_buf *o = w->out;
     ch_buf_put(o, "[");
     for (size_t i = 0; i < n; i++) {
         if (i) ch_buf_put(o, sep);
         if (x[i])
-            sx->expr(o, x[i]);
+            sx->expr(w, x[i]);
         else
             ch_buf_put(o, sx->null);
     }
     ch_buf_put(o, "]");
 }
 
-static void write_value(ch_buf *o, const ch_model *m, const ch_entry *e,
+static void write_value(const writer *w, const ch_entry *e,
                         const struct syntax *sx)
 {
+    ch_buf *o = w->out;
     switch (e->kind) {
     case CH_ENTRY_NULL: ch_buf_put(o, sx->null); break;
     case CH_ENTRY_NAME: sx->string(o, e->names[0]); break;
@@ -456,19 +466,19 @@ static void write_value(ch_buf *o, const ch_model *m, const ch_entry *e,
             sx->string(o, e->names[i]);
             ch_buf_put(o, ": ");
             if (e->kind == CH_ENTRY_PARAMS)
-                sx->param(o, m, e, i);
+                sx->param(w, e, i);
             else
-                sx->expr(o, e->e[i]);
+                sx->expr(w, e->e[i]);
         }
         ch_buf_put(o, "}");
         break;
-    case CH_ENTRY_EXPR: sx->expr(o, e->e[0]); break;
-    case CH_ENTRY_VECTOR: list(o, e->rows, e->e, sx, sx->row_sep); break;
+    case CH_ENTRY_EXPR: sx->expr(w, e->e[0]); break;
+    case CH_ENTRY_VECTOR: list(w, e->rows, e->e, sx, sx->row_sep); break;
     case CH_ENTRY_MATRIX:
         ch_buf_put(o, sx->mat_open);
         for (size_t i = 0; i < e->rows; i++) {
             if (i) ch_buf_put(o, sx->row_sep);
-            list(o, e->cols, e->e + i * e->cols, sx, ", ");
+            list(w, e->cols, e->e + i * e->cols, sx, ", ");
         }
         ch_buf_put(o, sx->mat_close);
         break;
@@ -481,7 +491,7 @@ static void write_value(ch_buf *o, const ch_model *m, const ch_entry *e,
             }
             ch_buf_put(o, "]");
         } else {
-            list(o, e->rows, e->e, sx, ", ");
+            list(w, e->rows, e->e, sx, ", ");
         }
         break;
     case CH_ENTRY_VERDICT:
@@ -491,11 +501,11 @@ static void write_value(ch_buf *o, const ch_model *m, const ch_entry *e,
         ch_buf_put(o, "{");
         sx->string(o, "q_t");
         ch_buf_put(o, ": ");
-        list(o, e->rows, e->e, sx, ", ");
+        list(w, e->rows, e->e, sx, ", ");
         ch_buf_put(o, ", ");
         sx->string(o, "y_t");
         ch_buf_put(o, ": ");
-        list(o, e->rows, e->e2, sx, ", ");
+        list(w, e->rows, e->e2, sx, ", ");
         ch_buf_put(o, "}");
         break;
     }
@@ -524,7 +534,7 @@ static void write_sympy(writer *w, size_t n, const ch_entry *const *sel)
                   "    return parse_expr(text, local_dict=_symbols)\n\n\n");
     for (size_t i = 0; i < n; i++) {
         ch_buf_printf(o, "%s = ", sel[i]->key);
-        write_value(o, w->d->model, sel[i], &python);
+        write_value(w, sel[i], &python);
         ch_buf_put(o, "\n");
     }
     ch_buf_put(o, "\nif __name__ == \"__main__\":\n    for _name in [");
@@ -541,7 +551,7 @@ static void write_json(writer *w, size_t n, const ch_entry *const *sel)
         ch_buf_put(o, i ? ",\n  " : "\n  ");
         ch_print_json_string(o, sel[i]->key);
         ch_buf_put(o, ": ");
-        write_value(o, w->d->model, sel[i], &json);
+        write_value(w, sel[i], &json);
     }
     ch_buf_put(o, "\n}\n");
 }
@@ -578,13 +588,20 @@ int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
             want = 0;
         if (want) sel[n++] = &d->entry[i];
     }
-    writer w = {out, d};
+    writer w = {out, d, ch_printer_new(fmt == CH_FORMAT_TEXT    ? CH_STYLE_TEXT
+                                       : fmt == CH_FORMAT_LATEX ? CH_STYLE_LATEX
+                                                                : CH_STYLE_SYMPY)};
+    if (!w.pr) {
+        free(sel);
+        return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    }
     switch (fmt) {
     case CH_FORMAT_TEXT: write_text(&w, n, sel); break;
     case CH_FORMAT_LATEX: write_latex(&w, n, sel); break;
     case CH_FORMAT_SYMPY: write_sympy(&w, n, sel); break;
     case CH_FORMAT_JSON: write_json(&w, n, sel); break;
     }
+    ch_printer_free(w.pr);
     free(sel);
     if (out->oom) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     return 0;
