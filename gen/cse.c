@@ -1,9 +1,38 @@
 /* cse.c — lowering of the expression DAG to straight-line C (see cse.h).
  *
- * Values are numbered in creation order; a value is a leaf (symbol text or
- * number, used inline) or a temporary defined by exactly one statement. The
- * memo tables map DAG node ids, (value, exponent) pairs and denominators to
- * values, so each is computed once. */
+ * The DAG is first lowered to an intermediate program of values: a leaf
+ * (symbol text or number, used inline), a call, an n-ary product (rational
+ * coefficient, numerator factors, denominator factors) or an n-ary sum
+ * (rational constant, terms with rational coefficients). Values are
+ * hash-consed, so an equal value is built once, and numbered in creation
+ * order: operands always have smaller numbers than their users, so the
+ * numbering is a topological order. The memo tables of the lowering map DAG
+ * node ids, (value, exponent) pairs and denominators to values.
+ *
+ * Algebraic passes then rewrite the program (each rebuilds the values
+ * reachable from the outputs in number order through a replacement table),
+ * lowering the operation count without changing values beyond rounding:
+ *   1. flattening: a product used only as a factor of one other product is
+ *      merged into it (a sign -x always is), so that common factors become
+ *      visible; in a sum, c * (k * x) becomes (c k) * x;
+ *   2. factoring of sums: the terms of a sum (single-use products inlined)
+ *      form a polynomial in their factors, factored greedily by its most
+ *      frequent factor (a symbol, a temporary or a numeric coefficient),
+ *      recursively: a*x + a*y + b*z becomes a*(x + y) + b*z, 3*a*x + 3*a*y
+ *      becomes 3*a*(x + y); monomials that cancel vanish. Kept only where it
+ *      lowers the count;
+ *   3. sharing of sub-products and sub-sums: the factors of every product
+ *      (a non-unit coefficient counts as a factor) and the unit terms of
+ *      every sum are ordered by how many products (sums) contain them, most
+ *      frequent first, and put in a trie; a prefix that at least two
+ *      products (sums) pass through becomes one shared temporary, so v*l is
+ *      computed once for all the products v*l*x_i, and the partial sums of
+ *      a chain are built one from the other.
+ * The passes run factor (flattening on the way), flatten, share.
+ * Every choice breaks ties by value number or by a fixed function of the
+ * numbers, never by address or table order, so the output is
+ * deterministic. Statements are printed in value-number order and the
+ * operations are counted on what is printed. */
 #include "cse.h"
 
 #include <math.h>
@@ -11,14 +40,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { K_LEAF, K_CALL, K_MUL, K_ADD };
+#define NONE UINT32_MAX
+
+/* One value. MUL: k * prod(op[0..n)) / prod(op[n..n+nd)); ADD: k +
+ * sum(c[i] * op[i]); CALL: fn(op[0]) or fn(op[0], op[1]). */
+typedef struct {
+    uint8_t kind;
+    uint32_t n, nd;
+    const char *fn;
+    char *text;
+    fmpq_t k;
+    fmpq *c;
+    uint32_t *op;
+    uint64_t hash;
+} node;
+
+typedef struct {
+    uint64_t h; /* the hash, compared before the value is looked at */
+    uint32_t v;
+} slot;
+
 typedef struct {
     ch_ctx *ctx;
     ch_c_namer namer;
     void *data;
     const char *tmp, *indent;
     ch_cse_prog *prog;
-    char **val;      /* text of each value */
-    size_t nval, capval;
+    node **nd;       /* the values */
+    uint32_t nn, capn;
+    slot *tab;       /* hash-consing: value + 1 (0 empty) and its hash */
+    size_t tabcap, tablen;
+    double created;  /* operations of the values created since reset */
+    uint32_t zero;   /* the number 0 (factoring finds cancelling terms) */
+    char *chunk;     /* the current chunk of values (a list through its head) */
+    size_t chunk_size, used;
     ch_map node_val; /* node id -> value + 1 */
     ch_map pow_val;  /* (value + 1) << 24 | exponent -> value + 1 */
     ch_map sqrt_val, cbrt_val, inv_val; /* value + 1 (or D id) -> value + 1 */
@@ -26,6 +82,7 @@ typedef struct {
     ch_map den_uses; /* D id -> number of products dividing by D */
     ch_map neg_uses; /* base id -> products with base^(-integer) */
     ch_map recip_val;/* value + 1 -> value + 1 of 1/value */
+    ch_map num_val;  /* hash of a number -> value + 1 of its leaf */
     int failed;
     ch_error *err;
 } cse;
@@ -36,46 +93,200 @@ static void fail(cse *s, ch_status code, const char *msg)
     s->failed = 1;
 }
 
+static void oom(cse *s) { fail(s, CH_ERR_MEMORY, "out of memory in CSE"); }
+
 static void *pv(size_t v) { return (void *)(uintptr_t)(v + 1); }
 static long vp(void *p) { return p ? (long)(uintptr_t)p - 1 : -1; }
 
-static size_t add_value(cse *s, char *text)
+static int is_pm1(const fmpq *q)
 {
-    if (!text) {
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+    return fmpz_is_pm1(fmpq_numref(q)) && fmpz_is_one(fmpq_denref(q));
+}
+
+/* ---- operation counts of one statement ----------------------------------- */
+
+static void node_ops(const node *a, ch_opcount *c)
+{
+    memset(c, 0, sizeof *c);
+    if (a->kind == K_CALL) {
+        c->call = 1;
+    } else if (a->kind == K_MUL) {
+        double nf = a->n + ((!is_pm1(a->k) || a->n == 0) ? 1 : 0);
+        if (nf > 1) c->mul = nf - 1;
+        if (a->nd) c->div = 1, c->mul += a->nd - 1;
+    } else if (a->kind == K_ADD) {
+        c->add = a->n - 1 + !fmpq_is_zero(a->k);
+        for (uint32_t i = 0; i < a->n; i++)
+            if (!is_pm1(a->c + i)) c->mul += 1;
+    }
+}
+
+static double node_cost(const node *a)
+{
+    ch_opcount c;
+    node_ops(a, &c);
+    return c.add + c.mul + c.div + c.call;
+}
+
+/* ---- hash-consed values --------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdu;
+}
+
+/* A word for an integer: itself when small, a residue otherwise. */
+static uint64_t hash_z(const fmpz *f, int absolute)
+{
+    if (!COEFF_IS_MPZ(*f)) return (uint64_t)(absolute && *f < 0 ? -*f : *f);
+    return 0x8000000000000000u | (absolute ? fmpz_tdiv_ui(f, 1000000007u)
+                                           : fmpz_fdiv_ui(f, 1000000007u));
+}
+
+static uint64_t hash_q(uint64_t h, const fmpq *q)
+{
+    return mix(mix(h, hash_z(fmpq_numref(q), 0)), hash_z(fmpq_denref(q), 0));
+}
+
+/* A hash of |q|. */
+static uint64_t hash_absq(const fmpq *q)
+{
+    return mix(mix(0, hash_z(fmpq_numref(q), 1)), hash_z(fmpq_denref(q), 1));
+}
+
+static uint64_t hash_str(uint64_t h, const char *t)
+{
+    for (; *t; t++) h = (h ^ (unsigned char)*t) * 0x100000001b3u;
+    return mix(h, 1);
+}
+
+static uint64_t node_hash(int kind, const char *fn, const char *text, const uint32_t *op,
+                          uint32_t n, uint32_t nd, const fmpq *c, const fmpq *k)
+{
+    uint64_t h = mix(0x12345u, (uint64_t)kind << 40 | (uint64_t)n << 20 | nd);
+    if (fn) h = hash_str(h, fn);
+    if (text) h = hash_str(h, text);
+    for (uint32_t i = 0; i < n + nd; i++) h = mix(h, op[i]);
+    if (c)
+        for (uint32_t i = 0; i < n; i++) h = hash_q(h, c + i);
+    if (k) h = hash_q(h, k);
+    return h;
+}
+
+static int node_equal(const node *a, int kind, const char *fn, const char *text,
+                      const uint32_t *op, uint32_t n, uint32_t nd, const fmpq *c,
+                      const fmpq *k)
+{
+    if (a->kind != kind || a->n != n || a->nd != nd) return 0;
+    if (kind == K_LEAF) return text && strcmp(a->text, text) == 0;
+    if (kind == K_CALL && strcmp(a->fn, fn) != 0) return 0;
+    if (memcmp(a->op, op, (n + nd) * sizeof *op) != 0) return 0;
+    if (k && !fmpq_equal(a->k, k)) return 0;
+    if (c)
+        for (uint32_t i = 0; i < n; i++)
+            if (!fmpq_equal(a->c + i, c + i)) return 0;
+    return 1;
+}
+
+static int tab_grow(cse *s)
+{
+    size_t cap = s->tabcap ? 2 * s->tabcap : 1024;
+    slot *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    for (size_t i = 0; s->tab && i < s->tabcap; i++)
+        if (s->tab[i].v) {
+            size_t j = s->tab[i].h & (cap - 1);
+            while (t[j].v) j = (j + 1) & (cap - 1);
+            t[j] = s->tab[i];
+        }
+    free(s->tab);
+    s->tab = t;
+    s->tabcap = cap;
+    return 0;
+}
+
+/* Values live in chunks freed together at the end (no piecemeal frees). */
+static void *arena_alloc(cse *s, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    if (!s->chunk || s->used + size > s->chunk_size) {
+        size_t cs = size > 65536 - 16 ? size + 16 : 65536;
+        char *c = malloc(cs);
+        if (!c) return NULL;
+        *(char **)c = s->chunk; /* the chunks form a list */
+        s->chunk = c;
+        s->chunk_size = cs;
+        s->used = 16;
+    }
+    void *p = s->chunk + s->used;
+    s->used += size;
+    return p;
+}
+
+/* The value with these (already canonical) contents, created if new. */
+static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
+                       const uint32_t *op, uint32_t n, uint32_t nd, const fmpq *c,
+                       const fmpq *k)
+{
+    if (s->failed) return 0;
+    uint64_t h = node_hash(kind, fn, text, op, n, nd, c, k);
+    if (2 * (s->tablen + 1) > s->tabcap && tab_grow(s)) {
+        oom(s);
         return 0;
     }
-    if (s->nval == s->capval) {
-        size_t cap = s->capval ? 2 * s->capval : 64;
-        char **v = realloc(s->val, cap * sizeof *v);
+    size_t j = h & (s->tabcap - 1);
+    for (; s->tab[j].v; j = (j + 1) & (s->tabcap - 1))
+        if (s->tab[j].h == h && node_equal(s->nd[s->tab[j].v - 1], kind, fn, text, op, n, nd, c, k))
+            return s->tab[j].v - 1;
+    if (s->nn >= UINT32_MAX - 2) {
+        fail(s, CH_ERR_LIMIT, "too many values in CSE");
+        return 0;
+    }
+    if (s->nn == s->capn) {
+        uint32_t cap = s->capn ? 2 * s->capn : 1024;
+        node **v = realloc(s->nd, cap * sizeof *v);
         if (!v) {
-            free(text);
-            fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+            oom(s);
             return 0;
         }
-        s->val = v;
-        s->capval = cap;
+        s->nd = v;
+        s->capn = cap;
     }
-    s->val[s->nval] = text;
-    return s->nval++;
+    size_t nc = c ? n : 0, tl = text ? strlen(text) + 1 : 0;
+    node *a = arena_alloc(s, sizeof *a + nc * sizeof(fmpq) + (n + nd) * sizeof(uint32_t) + tl);
+    if (!a) {
+        oom(s);
+        return 0;
+    }
+    char *t = text ? (char *)a + sizeof *a + nc * sizeof(fmpq) + (n + nd) * sizeof(uint32_t) : NULL;
+    if (t) memcpy(t, text, tl);
+    a->kind = (uint8_t)kind;
+    a->n = n;
+    a->nd = nd;
+    a->fn = fn;
+    a->text = t;
+    a->hash = h;
+    a->c = nc ? (fmpq *)(a + 1) : NULL;
+    a->op = (uint32_t *)((char *)(a + 1) + nc * sizeof(fmpq));
+    if (n + nd) memcpy(a->op, op, (n + nd) * sizeof *op);
+    fmpq_init(a->k);
+    if (k) fmpq_set(a->k, k);
+    for (size_t i = 0; i < nc; i++) {
+        fmpq_init(a->c + i);
+        fmpq_set(a->c + i, c + i);
+    }
+    s->nd[s->nn] = a;
+    s->tab[j].v = s->nn + 1;
+    s->tab[j].h = h;
+    s->tablen++;
+    s->created += node_cost(a);
+    return s->nn++;
 }
 
-static char *dup(const char *t)
+static uint32_t mk_leaf(cse *s, const char *text)
 {
-    size_t n = strlen(t) + 1;
-    char *r = malloc(n);
-    if (r) memcpy(r, t, n);
-    return r;
-}
-
-/* A new temporary defined as rhs (which the caller has built). */
-static size_t emit_temp(cse *s, const ch_buf *rhs)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s%zu", s->tmp, s->prog->ntemps++);
-    ch_buf_printf(&s->prog->body, "%sconst double %s = %s;\n", s->indent,
-                  name, rhs->s ? rhs->s : "");
-    return add_value(s, dup(name));
+    return mk_raw(s, K_LEAF, NULL, text, NULL, 0, 0, NULL, NULL);
 }
 
 /* A nonnegative double as a C literal (correctly rounded, 17 digits). */
@@ -100,29 +311,182 @@ static void put_abs_q(ch_buf *b, const fmpq_t q)
     fmpq_clear(a);
 }
 
-static size_t lower(cse *s, const ch_expr *e);
-
-static size_t leaf_text(cse *s, const char *text)
+static uint32_t mk_num(cse *s, const fmpq_t q)
 {
-    return add_value(s, dup(text));
-}
-
-static size_t lower_num(cse *s, const fmpq_t q)
-{
+    /* printing a double is slow: each number's leaf is remembered (its
+     * value kept in the leaf's k) */
+    uint64_t key = hash_q(1, q) | 1;
+    long got = vp(ch_map_get(&s->num_val, key));
+    if (got >= 0 && fmpq_equal(s->nd[got]->k, q)) return (uint32_t)got;
     ch_buf b;
     ch_buf_init(&b);
     if (fmpq_sgn(q) < 0) ch_buf_put(&b, "(-");
     put_abs_q(&b, q);
     if (fmpq_sgn(q) < 0) ch_buf_put(&b, ")");
-    if (b.oom) fail(s, CH_ERR_MEMORY, "out of memory in CSE");
-    size_t v = add_value(s, b.s ? ch_buf_take(&b) : dup("0.0"));
+    if (b.oom) oom(s);
+    uint32_t v = mk_leaf(s, b.s ? b.s : "0.0");
     ch_buf_free(&b);
+    if (!s->failed) {
+        fmpq_set(s->nd[v]->k, q);
+        if (got < 0 && ch_map_put(&s->num_val, key, pv(v))) oom(s);
+    }
     return v;
 }
 
-static size_t lower_sym(cse *s, const ch_sym *sym)
+static uint32_t mk_call(cse *s, const char *fn, uint32_t a, uint32_t b)
 {
-    if (sym->kind == CH_SYM_PI) return leaf_text(s, "3.1415926535897931");
+    uint32_t op[2] = {a, b};
+    return mk_raw(s, K_CALL, fn, NULL, op, b == NONE ? 1 : 2, 0, NULL, NULL);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int sorted_u32(const uint32_t *x, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] < x[i - 1]) return 0;
+    return 1;
+}
+
+static void sort_u32(uint32_t *x, uint32_t n)
+{
+    if (n > 16) {
+        qsort(x, n, sizeof *x, cmp_u32);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = x[i], j = i;
+        while (j > 0 && x[j - 1] > v) x[j] = x[j - 1], j--;
+        x[j] = v;
+    }
+}
+
+/* k * prod(num) / prod(den), operands sorted; a bare factor or a number
+ * when that is all it is. */
+static uint32_t mk_mul(cse *s, const fmpq *k, const uint32_t *num, uint32_t n,
+                       const uint32_t *den, uint32_t nd)
+{
+    if (s->failed) return 0;
+    if (fmpq_is_zero(k)) return s->zero;
+    for (uint32_t i = 0; i < n; i++)
+        if (num[i] == s->zero) return s->zero;
+    if (n == 0 && nd == 0) return mk_num(s, k);
+    if (n == 1 && nd == 0 && fmpq_is_one(k)) return num[0];
+    if ((nd == 0 || den == num + n) && sorted_u32(num, n) && sorted_u32(den, nd))
+        return mk_raw(s, K_MUL, NULL, NULL, num, n, nd, NULL, k);
+    uint32_t stack[32], *op = n + nd <= 32 ? stack : malloc((n + nd) * sizeof *op);
+    if (!op) {
+        oom(s);
+        return 0;
+    }
+    if (n) memcpy(op, num, n * sizeof *op);
+    if (nd) memcpy(op + n, den, nd * sizeof *op);
+    sort_u32(op, n);
+    sort_u32(op + n, nd);
+    uint32_t v = mk_raw(s, K_MUL, NULL, NULL, op, n, nd, NULL, k);
+    if (op != stack) free(op);
+    return v;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_u64(uint64_t *x, size_t n)
+{
+    if (n > 16) {
+        qsort(x, n, sizeof *x, cmp_u64);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = x[i];
+        size_t j = i;
+        while (j > 0 && x[j - 1] > v) x[j] = x[j - 1], j--;
+        x[j] = v;
+    }
+}
+
+typedef struct {
+    uint32_t v, i;
+} vi;
+
+static int cmp_vi(const void *a, const void *b)
+{
+    const vi *x = a, *y = b;
+    if (x->v != y->v) return (x->v > y->v) - (x->v < y->v);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* k + sum(c[i] * v[i]): terms sorted by value, equal values merged, zero
+ * coefficients dropped. */
+static uint32_t mk_add(cse *s, const fmpq *k, const uint32_t *v, const fmpq *c, uint32_t n)
+{
+    if (s->failed) return 0;
+    int canon = n >= 2 || (n == 1 && !fmpq_is_zero(k));
+    for (uint32_t i = 0; i < n && canon; i++)
+        canon = (i == 0 || v[i] > v[i - 1]) && !fmpq_is_zero(c + i) && v[i] != s->zero;
+    if (canon) return mk_raw(s, K_ADD, NULL, NULL, v, n, 0, c, k);
+    vi *ix = malloc((n ? n : 1) * sizeof *ix);
+    uint32_t *op = malloc((n ? n : 1) * sizeof *op);
+    fmpq *cc = _fmpq_vec_init(n ? n : 1);
+    if (!ix || !op) {
+        free(ix);
+        free(op);
+        _fmpq_vec_clear(cc, n ? n : 1);
+        oom(s);
+        return 0;
+    }
+    uint32_t nz = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i] != s->zero) ix[nz].v = v[i], ix[nz].i = i, nz++;
+    if (nz > 16) {
+        qsort(ix, nz, sizeof *ix, cmp_vi);
+    } else {
+        for (uint32_t i = 1; i < nz; i++) {
+            vi x = ix[i];
+            uint32_t j = i;
+            while (j > 0 && cmp_vi(&ix[j - 1], &x) > 0) ix[j] = ix[j - 1], j--;
+            ix[j] = x;
+        }
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < nz; i++) {
+        if (m && op[m - 1] == ix[i].v) {
+            fmpq_add(cc + m - 1, cc + m - 1, c + ix[i].i);
+        } else {
+            if (m && fmpq_is_zero(cc + m - 1)) m--;
+            op[m] = ix[i].v;
+            fmpq_set(cc + m, c + ix[i].i);
+            m++;
+        }
+    }
+    if (m && fmpq_is_zero(cc + m - 1)) m--;
+    uint32_t r;
+    if (m == 0)
+        r = mk_num(s, k);
+    else if (m == 1 && fmpq_is_zero(k)) /* c * x is a product */
+        r = mk_mul(s, cc, op, 1, NULL, 0);
+    else
+        r = mk_raw(s, K_ADD, NULL, NULL, op, m, 0, cc, k);
+    free(ix);
+    free(op);
+    _fmpq_vec_clear(cc, n ? n : 1);
+    return r;
+}
+
+/* ---- lowering of the DAG -------------------------------------------------- */
+
+static uint32_t lower(cse *s, const ch_expr *e);
+
+static uint32_t lower_sym(cse *s, const ch_sym *sym)
+{
+    if (sym->kind == CH_SYM_PI) return mk_leaf(s, "3.1415926535897931");
     const char *t = s->namer(s->data, sym);
     if (!t) {
         if (!s->failed)
@@ -132,103 +496,94 @@ static size_t lower_sym(cse *s, const ch_sym *sym)
         s->failed = 1;
         return 0;
     }
-    return leaf_text(s, t);
+    return mk_leaf(s, t);
 }
 
-/* Binary statement "a OP b" as a new temporary. */
-static size_t binop(cse *s, size_t a, const char *op, size_t b)
+static uint32_t mk_mul2(cse *s, uint32_t a, uint32_t b)
 {
-    ch_buf r;
-    ch_buf_init(&r);
-    ch_buf_printf(&r, "%s %s %s", s->val[a], op, s->val[b]);
-    size_t v = emit_temp(s, &r);
-    ch_buf_free(&r);
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    uint32_t op[2] = {a, b};
+    uint32_t v = mk_mul(s, one, op, 2, NULL, 0);
+    fmpq_clear(one);
     return v;
 }
 
-static size_t call1(cse *s, const char *f, size_t a)
+static uint32_t mk_recip(cse *s, uint32_t b)
+{
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    uint32_t v = mk_mul(s, one, NULL, 0, &b, 1);
+    fmpq_clear(one);
+    return v;
+}
+
+static uint32_t mk_pow_lit(cse *s, uint32_t b, double x)
 {
     ch_buf r;
     ch_buf_init(&r);
-    ch_buf_printf(&r, "%s(%s)", f, s->val[a]);
-    size_t v = emit_temp(s, &r);
+    put_double(&r, x);
+    if (r.oom) oom(s);
+    uint32_t v = mk_call(s, "pow", b, mk_leaf(s, r.s ? r.s : "0.0"));
     ch_buf_free(&r);
-    s->prog->after.call += 1;
     return v;
 }
 
 /* b^k for an integer k >= 1, sharing intermediate powers. */
-static size_t power(cse *s, size_t b, ulong k)
+static uint32_t power(cse *s, uint32_t b, ulong k)
 {
     if (k == 1 || s->failed) return b;
-    if (k >= (1u << 24)) {
-        ch_buf r;
-        ch_buf_init(&r);
-        ch_buf_printf(&r, "pow(%s, %lu.0)", s->val[b], (unsigned long)k);
-        size_t v = emit_temp(s, &r);
-        ch_buf_free(&r);
-        s->prog->after.call += 1;
-        return v;
-    }
+    if (k >= (1u << 24)) return mk_pow_lit(s, b, (double)k);
     uint64_t key = ((uint64_t)(b + 1) << 24) | k;
     long got = vp(ch_map_get(&s->pow_val, key));
-    if (got >= 0) return (size_t)got;
-    size_t v;
+    if (got >= 0) return (uint32_t)got;
+    uint32_t v;
     if (k % 2 == 0) {
-        size_t h = power(s, b, k / 2);
-        v = binop(s, h, "*", h);
+        uint32_t h = power(s, b, k / 2);
+        v = mk_mul2(s, h, h);
     } else {
-        v = binop(s, power(s, b, k - 1), "*", b);
+        v = mk_mul2(s, power(s, b, k - 1), b);
     }
-    s->prog->after.mul += 1;
-    if (ch_map_put(&s->pow_val, key, pv(v))) fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+    if (ch_map_put(&s->pow_val, key, pv(v))) oom(s);
     return v;
 }
 
-static size_t memo_call(cse *s, ch_map *m, const char *f, size_t b)
+static uint32_t memo_call(cse *s, ch_map *m, const char *f, uint32_t b)
 {
-    long got = vp(ch_map_get(m, b + 1));
-    if (got >= 0) return (size_t)got;
-    size_t v = call1(s, f, b);
-    if (ch_map_put(m, b + 1, pv(v))) fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+    long got = vp(ch_map_get(m, (uint64_t)b + 1));
+    if (got >= 0) return (uint32_t)got;
+    uint32_t v = mk_call(s, f, b, NONE);
+    if (ch_map_put(m, (uint64_t)b + 1, pv(v))) oom(s);
     return v;
 }
 
 /* base^q for a non-integer q > 0: sqrt/cbrt then an integer power, else pow. */
-static size_t frac_power(cse *s, size_t b, const fmpq_t q)
+static uint32_t frac_power(cse *s, uint32_t b, const fmpq_t q)
 {
     const fmpz *den = fmpq_denref(q), *num = fmpq_numref(q);
     if (fmpz_fits_si(num) && (fmpz_equal_si(den, 2) || fmpz_equal_si(den, 3))) {
         int two = fmpz_equal_si(den, 2);
-        size_t r = memo_call(s, two ? &s->sqrt_val : &s->cbrt_val,
-                             two ? "sqrt" : "cbrt", b);
+        uint32_t r = memo_call(s, two ? &s->sqrt_val : &s->cbrt_val,
+                               two ? "sqrt" : "cbrt", b);
         ulong k = (ulong)fmpz_get_si(num), d = two ? 2 : 3;
         if (k < d) return power(s, r, k);
         /* b^(k/d) = b^(k div d) * root^(k mod d): b^(3/2) is b*sqrt(b) */
-        size_t v = binop(s, power(s, b, k / d), "*", power(s, r, k % d));
-        s->prog->after.mul += 1;
-        return v;
+        return mk_mul2(s, power(s, b, k / d), power(s, r, k % d));
     }
-    ch_buf r;
-    ch_buf_init(&r);
-    ch_buf_printf(&r, "pow(%s, ", s->val[b]);
-    put_double(&r, ch_fmpq_to_double(q));
-    ch_buf_put(&r, ")");
-    size_t v = emit_temp(s, &r);
-    ch_buf_free(&r);
-    s->prog->after.call += 1;
-    return v;
+    return mk_pow_lit(s, b, ch_fmpq_to_double(q));
 }
 
 /* base^|q| as a value. */
-static size_t factor_value(cse *s, const ch_expr *base, const fmpq_t q)
+static uint32_t factor_value(cse *s, const ch_expr *base, const fmpq_t q)
 {
-    size_t b = lower(s, base);
+    uint32_t b = lower(s, base);
     if (s->failed) return 0;
     fmpq_t a;
     fmpq_init(a);
     fmpq_abs(a, q);
-    size_t v;
+    uint32_t v;
     if (fmpz_is_one(fmpq_denref(a)))
         v = fmpz_fits_si(fmpq_numref(a))
                 ? power(s, b, (ulong)fmpz_get_si(fmpq_numref(a)))
@@ -239,14 +594,6 @@ static size_t factor_value(cse *s, const ch_expr *base, const fmpq_t q)
     return v;
 }
 
-static void join(ch_buf *r, cse *s, const size_t *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (i) ch_buf_put(r, "*");
-        ch_buf_put(r, s->val[f[i]]);
-    }
-}
-
 /* A base with a negative integer exponent in several products: its
  * reciprocal is computed once and those factors become its powers. */
 static int recip_shared(const cse *s, const ch_expr *base, const fmpq *q)
@@ -255,40 +602,34 @@ static int recip_shared(const cse *s, const ch_expr *base, const fmpq *q)
            (uintptr_t)ch_map_get(&s->neg_uses, base->id) >= 2;
 }
 
-static size_t recip_power(cse *s, const ch_expr *base, const fmpq *q)
+static uint32_t recip_power(cse *s, const ch_expr *base, const fmpq *q)
 {
-    size_t b = lower(s, base);
+    uint32_t b = lower(s, base);
     if (s->failed) return 0;
-    long got = vp(ch_map_get(&s->recip_val, b + 1));
+    long got = vp(ch_map_get(&s->recip_val, (uint64_t)b + 1));
     if (got < 0) {
-        ch_buf r;
-        ch_buf_init(&r);
-        ch_buf_printf(&r, "1.0 / %s", s->val[b]);
-        got = (long)emit_temp(s, &r);
-        ch_buf_free(&r);
-        s->prog->after.div += 1;
-        if (ch_map_put(&s->recip_val, b + 1, pv((size_t)got)))
-            fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+        got = (long)mk_recip(s, b);
+        if (ch_map_put(&s->recip_val, (uint64_t)b + 1, pv((size_t)got))) oom(s);
     }
     fmpz_t k;
     fmpz_init(k);
     fmpz_neg(k, fmpq_numref(q));
-    size_t v = fmpz_fits_si(k) ? power(s, (size_t)got, (ulong)fmpz_get_si(k)) : (size_t)got;
+    uint32_t v = fmpz_fits_si(k) ? power(s, (uint32_t)got, (ulong)fmpz_get_si(k)) : (uint32_t)got;
     fmpz_clear(k);
     return v;
 }
 
-static size_t lower_mul(cse *s, const ch_expr *e)
+static uint32_t lower_mul(cse *s, const ch_expr *e)
 {
-    size_t *num = malloc((e->n + 2) * sizeof *num);
-    size_t *den = malloc((e->n + 1) * sizeof *den);
+    uint32_t *num = malloc((e->n + 2) * sizeof *num);
+    uint32_t *den = malloc((e->n + 1) * sizeof *den);
     if (!num || !den) {
         free(num);
         free(den);
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+        oom(s);
         return 0;
     }
-    size_t nn = 0, nd = 0;
+    uint32_t nn = 0, nd = 0;
     const ch_expr *D = ch_map_get(&s->den_of, e->id);
     int hoist = D && (uintptr_t)ch_map_get(&s->den_uses, D->id) >= 2;
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
@@ -303,140 +644,73 @@ static size_t lower_mul(cse *s, const ch_expr *e)
     if (hoist && !s->failed) {
         long got = vp(ch_map_get(&s->inv_val, D->id));
         if (got < 0) {
-            size_t d = lower(s, D);
+            uint32_t d = lower(s, D);
             if (!s->failed) {
-                ch_buf r;
-                ch_buf_init(&r);
-                ch_buf_printf(&r, "1.0 / %s", s->val[d]);
-                got = (long)emit_temp(s, &r);
-                ch_buf_free(&r);
-                s->prog->after.div += 1;
-                if (ch_map_put(&s->inv_val, D->id, pv((size_t)got)))
-                    fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+                got = (long)mk_recip(s, d);
+                if (ch_map_put(&s->inv_val, D->id, pv((size_t)got))) oom(s);
             }
         }
-        if (got >= 0) num[nn++] = (size_t)got;
+        if (got >= 0) num[nn++] = (uint32_t)got;
     }
-    size_t v = 0;
-    if (!s->failed) {
-        int neg = fmpq_sgn(e->num) < 0;
-        int unit = fmpz_is_pm1(fmpq_numref(e->num)) && fmpz_is_one(fmpq_denref(e->num));
-        if (unit && !neg && nn == 1 && nd == 0) {
-            v = num[0]; /* a bare power: the power's value itself */
-        } else {
-            ch_buf r;
-            ch_buf_init(&r);
-            if (neg) ch_buf_put(&r, "-");
-            size_t nf = nn;
-            if (!unit || nn == 0) {
-                put_abs_q(&r, e->num);
-                if (nn) ch_buf_put(&r, "*");
-                nf++;
-            }
-            join(&r, s, num, nn);
-            if (nd) {
-                ch_buf_put(&r, nd > 1 ? " / (" : " / ");
-                join(&r, s, den, nd);
-                if (nd > 1) ch_buf_put(&r, ")");
-                s->prog->after.div += 1;
-                s->prog->after.mul += (double)(nd - 1);
-            }
-            if (nf > 1) s->prog->after.mul += (double)(nf - 1);
-            v = emit_temp(s, &r);
-            ch_buf_free(&r);
-        }
-    }
+    uint32_t v = s->failed ? 0 : mk_mul(s, e->num, num, nn, den, nd);
     free(num);
     free(den);
     return v;
 }
 
-static size_t lower_add(cse *s, const ch_expr *e)
+static uint32_t lower_add(cse *s, const ch_expr *e)
 {
-    size_t *t = malloc(e->n * sizeof *t);
+    uint32_t *t = malloc(e->n * sizeof *t);
+    fmpq *c = _fmpq_vec_init(e->n);
     if (!t) {
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+        _fmpq_vec_clear(c, e->n);
+        oom(s);
         return 0;
     }
-    for (uint32_t i = 0; i < e->n && !s->failed; i++) t[i] = lower(s, e->pair[i].e);
-    size_t v = 0;
-    if (!s->failed) {
-        ch_buf r;
-        ch_buf_init(&r);
-        size_t terms = 0;
-        for (uint32_t i = 0; i < e->n; i++) {
-            const fmpq *c = e->pair[i].c;
-            int neg = fmpq_sgn(c) < 0;
-            int unit = fmpz_is_pm1(fmpq_numref(c)) && fmpz_is_one(fmpq_denref(c));
-            if (terms) ch_buf_put(&r, neg ? " - " : " + ");
-            else if (neg) ch_buf_put(&r, "-");
-            if (!unit) {
-                put_abs_q(&r, c);
-                ch_buf_put(&r, "*");
-                s->prog->after.mul += 1;
-            }
-            ch_buf_put(&r, s->val[t[i]]);
-            terms++;
-        }
-        if (!fmpq_is_zero(e->num)) {
-            ch_buf_put(&r, fmpq_sgn(e->num) < 0 ? " - " : " + ");
-            put_abs_q(&r, e->num);
-            terms++;
-        }
-        s->prog->after.add += (double)(terms - 1);
-        v = emit_temp(s, &r);
-        ch_buf_free(&r);
+    for (uint32_t i = 0; i < e->n && !s->failed; i++) {
+        t[i] = lower(s, e->pair[i].e);
+        fmpq_set(c + i, e->pair[i].c);
     }
+    uint32_t v = s->failed ? 0 : mk_add(s, e->num, t, c, e->n);
     free(t);
+    _fmpq_vec_clear(c, e->n);
     return v;
 }
 
-static size_t lower_fun(cse *s, const ch_expr *e)
+static uint32_t lower_fun(cse *s, const ch_expr *e)
 {
     static const char *const cname[CH_F_COUNT] = {
         "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
         "sinh", "cosh", "tanh", "exp", "log", "fabs"};
-    size_t a = lower(s, e->arg[0]);
+    uint32_t a = lower(s, e->arg[0]);
     if (s->failed) return 0;
-    if (e->fun != CH_F_ATAN2) return call1(s, cname[e->fun], a);
-    size_t b = lower(s, e->arg[1]);
+    if (e->fun != CH_F_ATAN2) return mk_call(s, cname[e->fun], a, NONE);
+    uint32_t b = lower(s, e->arg[1]);
     if (s->failed) return 0;
-    ch_buf r;
-    ch_buf_init(&r);
-    ch_buf_printf(&r, "atan2(%s, %s)", s->val[a], s->val[b]);
-    size_t v = emit_temp(s, &r);
-    ch_buf_free(&r);
-    s->prog->after.call += 1;
-    return v;
+    return mk_call(s, "atan2", a, b);
 }
 
-static size_t lower(cse *s, const ch_expr *e)
+static uint32_t lower(cse *s, const ch_expr *e)
 {
     if (s->failed) return 0;
     long got = vp(ch_map_get(&s->node_val, e->id));
-    if (got >= 0) return (size_t)got;
-    size_t v = 0;
+    if (got >= 0) return (uint32_t)got;
+    uint32_t v = 0;
     switch (e->kind) {
-    case CH_NUM: v = lower_num(s, e->num); break;
+    case CH_NUM: v = mk_num(s, e->num); break;
     case CH_SYM: v = lower_sym(s, e->sym); break;
     case CH_ADD: v = lower_add(s, e); break;
     case CH_MUL: v = lower_mul(s, e); break;
     case CH_FUN: v = lower_fun(s, e); break;
     case CH_POW: {
-        size_t a = lower(s, e->arg[0]), b = lower(s, e->arg[1]);
+        uint32_t a = lower(s, e->arg[0]), b = lower(s, e->arg[1]);
         if (s->failed) return 0;
-        ch_buf r;
-        ch_buf_init(&r);
-        ch_buf_printf(&r, "pow(%s, %s)", s->val[a], s->val[b]);
-        v = emit_temp(s, &r);
-        ch_buf_free(&r);
-        s->prog->after.call += 1;
+        v = mk_call(s, "pow", a, b);
         break;
     }
     default: fail(s, CH_ERR_MODEL, "unknown node kind in CSE");
     }
-    if (!s->failed && ch_map_put(&s->node_val, e->id, pv(v)))
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+    if (!s->failed && ch_map_put(&s->node_val, e->id, pv(v))) oom(s);
     return v;
 }
 
@@ -451,7 +725,7 @@ static void find_denominators(cse *s, const ch_expr *e, ch_map *seen, int phase)
 {
     if (s->failed || ch_map_get(seen, e->id)) return;
     if (ch_map_put(seen, e->id, (void *)1)) {
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+        oom(s);
         return;
     }
     if (e->kind == CH_ADD || e->kind == CH_MUL)
@@ -466,15 +740,14 @@ static void find_denominators(cse *s, const ch_expr *e, ch_map *seen, int phase)
             if (fmpq_sgn(q) < 0 && fmpz_is_one(fmpq_denref(q))) {
                 uint32_t id = e->pair[i].e->id;
                 uintptr_t c = (uintptr_t)ch_map_get(&s->neg_uses, id);
-                if (ch_map_put(&s->neg_uses, id, (void *)(c + 1)))
-                    fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+                if (ch_map_put(&s->neg_uses, id, (void *)(c + 1))) oom(s);
             }
         }
         return;
     }
     const ch_expr **f = malloc(e->n * sizeof *f);
     if (!f) {
-        fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+        oom(s);
         return;
     }
     size_t nf = 0;
@@ -494,10 +767,947 @@ static void find_denominators(cse *s, const ch_expr *e, ch_map *seen, int phase)
             uintptr_t c = (uintptr_t)ch_map_get(&s->den_uses, D->id);
             if (ch_map_put(&s->den_of, e->id, (void *)D) ||
                 ch_map_put(&s->den_uses, D->id, (void *)(c + 1)))
-                fail(s, CH_ERR_MEMORY, "out of memory in CSE");
+                oom(s);
         }
     }
     free(f);
+}
+
+/* ---- algebraic passes ----------------------------------------------------- */
+
+/* Uses of every value by the values reachable from the outputs (an output
+ * counts as a use; a repeated operand counts each time). Operands have
+ * smaller numbers than their users, so one downward sweep suffices. */
+static uint32_t *uses(cse *s, const uint32_t *outs, size_t n)
+{
+    uint32_t *rc = calloc(s->nn ? s->nn : 1, sizeof *rc);
+    if (!rc) {
+        oom(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) rc[outs[i]]++;
+    for (uint32_t v = s->nn; v-- > 0;) {
+        if (!rc[v]) continue;
+        const node *a = s->nd[v];
+        for (uint32_t i = 0; i < a->n + a->nd; i++) rc[a->op[i]]++;
+    }
+    return rc;
+}
+
+/* A growable list of values. */
+typedef struct {
+    uint32_t *v;
+    size_t n, cap;
+} vec;
+
+static int vec_push(vec *x, uint32_t v)
+{
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 16;
+        uint32_t *p = realloc(x->v, cap * sizeof *p);
+        if (!p) return -1;
+        x->v = p;
+        x->cap = cap;
+    }
+    x->v[x->n++] = v;
+    return 0;
+}
+
+/* Whether the product b (with rc uses) is merged into a product that has it
+ * as a factor: when used there only, or when it is just a sign (-x). */
+static int merge_factor(const node *b, uint32_t rc)
+{
+    return b->kind == K_MUL && b->nd == 0 &&
+           (rc == 1 || (b->n == 1 && is_pm1(b->k)));
+}
+
+/* Whether the term c * b (b with rc uses) of a sum changes when flattened
+ * (see rebuild). */
+static int fold_term(const node *b, uint32_t rc, const fmpq *c)
+{
+    if (b->kind != K_MUL || b->n == 0) return 0;
+    if (b->n == 1 && b->nd == 0 && (rc == 1 || is_pm1(b->k))) return 1;
+    return rc == 1 && !is_pm1(c);
+}
+
+/* The value a with its operands replaced through rep (and, in mode
+ * flatten, single-use products merged into products). */
+static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t *rc,
+                        int flatten)
+{
+    const node *a = s->nd[v];
+    if (a->kind == K_LEAF) return v;
+    int same = 1;
+    for (uint32_t i = 0; i < a->n + a->nd && same; i++) {
+        uint32_t o = a->op[i];
+        same = rep[o] == o && !(flatten && a->kind == K_MUL && i < a->n &&
+                                merge_factor(s->nd[o], rc[o])) &&
+               !(flatten && a->kind == K_ADD && fold_term(s->nd[o], rc[o], a->c + i));
+    }
+    if (same) return v; /* nothing to replace: the value itself */
+    if (a->kind == K_CALL)
+        return mk_call(s, a->fn, rep[a->op[0]], a->n > 1 ? rep[a->op[1]] : NONE);
+    if (a->kind == K_ADD) {
+        uint32_t *t = malloc(a->n * sizeof *t);
+        if (!t) {
+            oom(s);
+            return 0;
+        }
+        fmpq *c = _fmpq_vec_init(a->n);
+        fmpq_t q;
+        fmpq_init(q);
+        for (uint32_t i = 0; i < a->n && !s->failed; i++) {
+            uint32_t o = a->op[i], r = rep[o];
+            const node *b = s->nd[r];
+            fmpq_set(c + i, a->c + i);
+            t[i] = r;
+            if (!flatten || b->kind != K_MUL || b->n == 0) continue;
+            if (b->n == 1 && b->nd == 0 && (rc[o] == 1 || is_pm1(b->k))) {
+                /* c * (k * x) is (c k) * x: no statement (-x is never one) */
+                fmpq_mul(c + i, c + i, b->k);
+                t[i] = b->op[0];
+            } else if (rc[o] == 1 && !is_pm1(c + i)) {
+                /* c * (k * x * y) as sign * (|c| k x y): the magnitude joins the
+                 * product, where the sharing pass can share it with others */
+                fmpq_abs(q, c + i);
+                fmpq_mul(q, q, b->k);
+                t[i] = mk_mul(s, q, b->op, b->n, b->op + b->n, b->nd);
+                fmpq_set_si(c + i, fmpq_sgn(c + i), 1);
+            }
+        }
+        uint32_t r = s->failed ? 0 : mk_add(s, a->k, t, c, a->n);
+        _fmpq_vec_clear(c, a->n);
+        fmpq_clear(q);
+        free(t);
+        return r;
+    }
+    vec num = {0}, den = {0};
+    fmpq_t k;
+    fmpq_init(k);
+    fmpq_set(k, a->k);
+    int bad = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint32_t r = rep[a->op[i]];
+        const node *b = s->nd[r];
+        if (flatten && merge_factor(b, rc[a->op[i]])) {
+            fmpq_mul(k, k, b->k);
+            for (uint32_t j = 0; j < b->n; j++) bad |= vec_push(&num, b->op[j]);
+        } else {
+            bad |= vec_push(&num, r);
+        }
+    }
+    for (uint32_t i = 0; i < a->nd; i++) bad |= vec_push(&den, rep[a->op[a->n + i]]);
+    uint32_t r = 0;
+    if (bad)
+        oom(s);
+    else
+        r = mk_mul(s, k, num.v, (uint32_t)num.n, den.v, (uint32_t)den.n);
+    fmpq_clear(k);
+    free(num.v);
+    free(den.v);
+    return r;
+}
+
+/* -- factoring of sums -- */
+
+/* c * prod(f[0..nf)), f sorted. */
+typedef struct {
+    fmpq_t c;
+    uint32_t *f;
+    uint32_t nf;
+} mono;
+
+static void mono_clear(mono *m)
+{
+    fmpq_clear(m->c);
+    free(m->f);
+}
+
+typedef struct {
+    uint64_t h;
+    const mono *m;
+    size_t i; /* its index among the monomials */
+} qh;
+
+static int cmp_qh(const void *a, const void *b)
+{
+    const qh *x = a, *y = b;
+    if (x->h != y->h) return (x->h > y->h) - (x->h < y->h);
+    /* equal hashes: group equal magnitudes together */
+    int c = fmpz_cmpabs(fmpq_numref(x->m->c), fmpq_numref(y->m->c));
+    return c ? c : fmpz_cmp(fmpq_denref(x->m->c), fmpq_denref(y->m->c));
+}
+
+/* Term list of a sum under construction. */
+typedef struct {
+    mono *t;
+    size_t n, cap;
+} monos;
+
+static mono *monos_add(monos *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        mono *p = realloc(l->t, cap * sizeof *p);
+        if (!p) return NULL;
+        l->t = p;
+        l->cap = cap;
+    }
+    mono *m = &l->t[l->n++];
+    fmpq_init(m->c);
+    m->f = NULL;
+    m->nf = 0;
+    return m;
+}
+
+static void factor_sum(cse *s, mono **m, size_t cnt, mono *out);
+
+/* out = the sum of the monomials sel[0..na), which all contain f (a value,
+ * or the coefficient magnitude q when f is NONE), factored, times f. */
+static void pull(cse *s, mono *const *sel, size_t na, uint32_t f, const fmpq_t q, mono *out)
+{
+    mono *in = malloc(na * sizeof *in);
+    mono **inp = malloc(na * sizeof *inp);
+    if (!in || !inp) {
+        free(in);
+        free(inp);
+        oom(s);
+        return;
+    }
+    size_t ok = 0;
+    for (size_t i = 0; i < na; i++) {
+        const mono *y = sel[i];
+        mono *x = &in[ok];
+        fmpq_init(x->c);
+        x->nf = y->nf - (f != NONE);
+        x->f = malloc((x->nf ? x->nf : 1) * sizeof *x->f);
+        inp[ok++] = x;
+        if (!x->f) {
+            oom(s);
+            x->nf = 0;
+            break;
+        }
+        if (f == NONE) {
+            fmpq_div(x->c, y->c, q);
+            memcpy(x->f, y->f, x->nf * sizeof *x->f);
+        } else {
+            fmpq_set(x->c, y->c);
+            uint32_t k = 0, removed = 0;
+            for (uint32_t j = 0; j < y->nf; j++) {
+                if (!removed && y->f[j] == f) {
+                    removed = 1;
+                    continue;
+                }
+                x->f[k++] = y->f[j];
+            }
+        }
+    }
+    if (!s->failed) factor_sum(s, inp, ok, out);
+    if (s->failed) {
+    } else if (f == NONE) {
+        fmpq_mul(out->c, out->c, q);
+    } else {
+        uint32_t *g = realloc(out->f, (out->nf + 1) * sizeof *g);
+        if (!g) {
+            oom(s);
+        } else {
+            uint32_t j = out->nf;
+            while (j > 0 && g[j - 1] > f) g[j] = g[j - 1], j--;
+            g[j] = f;
+            out->f = g;
+            out->nf++;
+        }
+    }
+    for (size_t i = 0; i < ok; i++) mono_clear(&in[i]);
+    free(in);
+    free(inp);
+}
+
+/* A candidate common factor of a sum's monomials: a value (kind 0, key its
+ * number) or a coefficient magnitude (kind 1, key its hash), contained in
+ * the monomials ix[lo..hi); count is an upper bound of how many of them are
+ * not yet taken (exact when it is popped and rechecked). */
+typedef struct {
+    size_t count, lo, hi;
+    int kind;
+    uint64_t key;
+} cand;
+
+static int cand_before(const cand *a, const cand *b)
+{
+    if (a->count != b->count) return a->count > b->count;
+    if (a->kind != b->kind) return a->kind < b->kind;
+    return a->key < b->key;
+}
+
+static void heap_push(cand *h, size_t *n, cand c)
+{
+    size_t i = (*n)++;
+    while (i > 0 && cand_before(&c, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = c;
+}
+
+static cand heap_pop(cand *h, size_t *n)
+{
+    cand top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, b = i;
+        const cand *best = &last;
+        if (l < *n && cand_before(&h[l], best)) b = l, best = &h[l];
+        if (l + 1 < *n && cand_before(&h[l + 1], best)) b = l + 1;
+        if (b == i) break;
+        h[i] = h[b];
+        i = b;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
+static uint32_t mono_value(cse *s, const mono *m)
+{
+    return mk_mul(s, m->c, m->f, m->nf, NULL, 0);
+}
+
+/* out = the sum of m[0..cnt) (cnt >= 1) as one monomial c * prod(f),
+ * greedily factored: while some factor is common to two or more
+ * monomials, the most frequent one is pulled out of those. */
+static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
+{
+    if (cnt == 1 || s->failed) {
+        fmpq_set(out->c, m[0]->c);
+        out->nf = m[0]->nf;
+        out->f = malloc((out->nf ? out->nf : 1) * sizeof *out->f);
+        if (!out->f) {
+            oom(s);
+            out->nf = 0;
+            return;
+        }
+        memcpy(out->f, m[0]->f, out->nf * sizeof *out->f);
+        return;
+    }
+    /* lazy greedy: candidates in a heap by count; a popped candidate whose
+     * monomials were partly taken meanwhile goes back with its true count
+     * (counts only decrease, so the choice is the greedy one) */
+    size_t tot = 0;
+    for (size_t i = 0; i < cnt; i++) tot += m[i]->nf;
+    uint64_t *pr = malloc((tot ? tot : 1) * sizeof *pr);
+    size_t *ix = malloc((tot + cnt) * sizeof *ix);
+    cand *heap = malloc((tot + cnt) * sizeof *heap);
+    qh *ch = malloc(cnt * sizeof *ch);
+    char *taken = calloc(cnt, 1);
+    mono **sel = malloc(cnt * sizeof *sel), **rem = malloc(cnt * sizeof *rem);
+    monos terms = {0};
+    size_t nh = 0, nx = 0, np = 0, nc = 0, rest = 0;
+    if (!pr || !ix || !heap || !ch || !taken || !sel || !rem) {
+        oom(s);
+        goto out_free;
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        const mono *x = m[i];
+        for (uint32_t j = 0; j < x->nf; j++)
+            if (j == 0 || x->f[j] != x->f[j - 1]) pr[np++] = (uint64_t)x->f[j] << 32 | i;
+        if (x->nf && !is_pm1(x->c)) ch[nc].h = hash_absq(x->c), ch[nc].m = x, ch[nc].i = i, nc++;
+    }
+    sort_u64(pr, np);
+    for (size_t i = 0; i < np;) {
+        size_t j = i;
+        while (j < np && pr[j] >> 32 == pr[i] >> 32) ix[nx + (j - i)] = (size_t)(uint32_t)pr[j], j++;
+        if (j - i >= 2)
+            heap_push(heap, &nh, (cand){j - i, nx, nx + (j - i), 0, pr[i] >> 32});
+        nx += j - i;
+        i = j;
+    }
+    if (nc >= 2) qsort(ch, nc, sizeof *ch, cmp_qh);
+    for (size_t i = 0; i < nc;) {
+        size_t j = i;
+        while (j < nc && ch[j].h == ch[i].h &&
+               fmpz_cmpabs(fmpq_numref(ch[j].m->c), fmpq_numref(ch[i].m->c)) == 0 &&
+               fmpz_equal(fmpq_denref(ch[j].m->c), fmpq_denref(ch[i].m->c)))
+            j++;
+        for (size_t k = i; k < j; k++) ix[nx + (k - i)] = ch[k].i;
+        if (j - i >= 2) heap_push(heap, &nh, (cand){j - i, nx, nx + (j - i), 1, ch[i].h});
+        nx += j - i;
+        i = j;
+    }
+    fmpq_t q;
+    fmpq_init(q);
+    while (nh && !s->failed) {
+        cand c = heap_pop(heap, &nh);
+        size_t live = 0;
+        for (size_t k = c.lo; k < c.hi; k++) live += !taken[ix[k]];
+        if (live < 2) continue;
+        if (live < c.count) {
+            c.count = live;
+            heap_push(heap, &nh, c);
+            continue;
+        }
+        size_t na = 0;
+        for (size_t k = c.lo; k < c.hi; k++)
+            if (!taken[ix[k]]) taken[ix[k]] = 1, sel[na++] = m[ix[k]];
+        if (c.kind) fmpq_abs(q, sel[0]->c);
+        mono *t = monos_add(&terms);
+        if (!t) {
+            oom(s);
+            break;
+        }
+        pull(s, sel, na, c.kind ? NONE : (uint32_t)c.key, q, t);
+    }
+    fmpq_clear(q);
+    for (size_t i = 0; i < cnt; i++)
+        if (!taken[i]) rem[rest++] = m[i];
+    m = rem;
+    if (terms.n == 1 && rest == 0) {
+        *out = terms.t[0];
+        free(terms.t);
+        terms.t = NULL;
+        terms.n = 0;
+        goto out_free;
+    }
+    /* a sum of the pulled groups and the remaining monomials */
+    size_t nt = terms.n + rest;
+    uint32_t *v = malloc((nt ? nt : 1) * sizeof *v);
+    fmpq *c = _fmpq_vec_init(nt ? nt : 1);
+    fmpq_t k;
+    fmpq_init(k);
+    if (!v) oom(s);
+    size_t n = 0;
+    for (size_t i = 0; i < nt && v && !s->failed; i++) {
+        const mono *t = i < terms.n ? &terms.t[i] : m[i - terms.n];
+        if (t->nf == 0) {
+            fmpq_add(k, k, t->c);
+        } else if (t->nf == 1) {
+            v[n] = t->f[0];
+            fmpq_set(c + n++, t->c);
+        } else {
+            mono u;
+            fmpq_init(u.c);
+            fmpq_one(u.c);
+            u.f = t->f;
+            u.nf = t->nf;
+            v[n] = mono_value(s, &u);
+            fmpq_clear(u.c);
+            fmpq_set(c + n++, t->c);
+        }
+    }
+    uint32_t sum = (v && !s->failed) ? mk_add(s, k, v, c, (uint32_t)n) : 0;
+    free(v);
+    _fmpq_vec_clear(c, nt ? nt : 1);
+    fmpq_clear(k);
+    fmpq_one(out->c);
+    out->nf = 1;
+    out->f = malloc(sizeof *out->f);
+    if (!out->f) {
+        oom(s);
+        out->nf = 0;
+    } else {
+        out->f[0] = sum;
+    }
+out_free:
+    for (size_t i = 0; i < terms.n; i++) mono_clear(&terms.t[i]);
+    free(terms.t);
+    free(pr);
+    free(ix);
+    free(heap);
+    free(ch);
+    free(taken);
+    free(sel);
+    free(rem);
+}
+
+/* The sum a (operands already replaced through rep) factored, or NONE when
+ * factoring does not lower the operation count. A term that is a product
+ * used by this sum only is inlined as its factors. */
+static int has_dup_u32(uint32_t *x, size_t n)
+{
+    sort_u32(x, (uint32_t)n);
+    for (size_t i = 1; i < n; i++)
+        if (x[i] == x[i - 1]) return 1;
+    return 0;
+}
+
+static int has_dup_u64(uint64_t *x, size_t n)
+{
+    sort_u64(x, n);
+    for (size_t i = 1; i < n; i++)
+        if (x[i] == x[i - 1]) return 1;
+    return 0;
+}
+
+/* Cheap test before factoring: whether any factor (any coefficient
+ * magnitude, by hash) occurs in two terms of the sum a at all. */
+static int factor_worth(cse *s, const node *a, const uint32_t *rep, const uint32_t *rc)
+{
+    size_t tot = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const node *b = s->nd[rep[a->op[i]]];
+        tot += (merge_factor(b, rc[a->op[i]])) ? b->n : 1;
+    }
+    uint32_t *id = malloc((tot ? tot : 1) * sizeof *id);
+    uint64_t *qh = malloc((a->n ? a->n : 1) * sizeof *qh);
+    if (!id || !qh) {
+        free(id);
+        free(qh);
+        oom(s);
+        return 0;
+    }
+    size_t ni = 0, nq = 0;
+    fmpq_t q;
+    fmpq_init(q);
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint32_t r = rep[a->op[i]];
+        const node *b = s->nd[r];
+        const fmpq *c = a->c + i;
+        if (merge_factor(b, rc[a->op[i]])) {
+            for (uint32_t j = 0; j < b->n; j++)
+                if (j == 0 || b->op[j] != b->op[j - 1]) id[ni++] = b->op[j];
+            if (!b->n) continue;
+            if (is_pm1(c)) {
+                c = b->k;
+            } else if (!is_pm1(b->k)) {
+                fmpq_mul(q, c, b->k);
+                c = q;
+            }
+        } else {
+            id[ni++] = r;
+        }
+        if (!is_pm1(c)) qh[nq++] = hash_absq(c);
+    }
+    fmpq_clear(q);
+    int worth = has_dup_u32(id, ni) || has_dup_u64(qh, nq);
+    free(id);
+    free(qh);
+    return worth;
+}
+
+static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uint32_t *rc)
+{
+    if (!factor_worth(s, a, rep, rc)) return NONE;
+    size_t cnt = a->n + !fmpq_is_zero(a->k);
+    mono *ms = malloc(cnt * sizeof *ms);
+    mono **mp = malloc(cnt * sizeof *mp);
+    if (!ms || !mp) {
+        free(ms);
+        free(mp);
+        oom(s);
+        return NONE;
+    }
+    double old = 0;
+    size_t built = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint32_t r = rep[a->op[i]];
+        const node *b = s->nd[r];
+        mono *x = &ms[built];
+        fmpq_init(x->c);
+        fmpq_set(x->c, a->c + i);
+        if (merge_factor(b, rc[a->op[i]])) {
+            fmpq_mul(x->c, x->c, b->k);
+            x->nf = b->n;
+            x->f = malloc(b->n * sizeof *x->f);
+            if (x->f) memcpy(x->f, b->op, b->n * sizeof *x->f);
+            old += node_cost(b);
+        } else {
+            x->nf = 1;
+            x->f = malloc(sizeof *x->f);
+            if (x->f) x->f[0] = r;
+        }
+        mp[built++] = x;
+        if (!x->f) {
+            oom(s);
+            break;
+        }
+    }
+    if (!fmpq_is_zero(a->k) && !s->failed) {
+        mono *x = &ms[built];
+        fmpq_init(x->c);
+        fmpq_set(x->c, a->k);
+        x->nf = 0;
+        x->f = NULL;
+        mp[built++] = x;
+    }
+    old += node_cost(a);
+    uint32_t r = NONE;
+    /* factor_worth found a factor (or an equal coefficient) in two terms */
+    if (!s->failed) {
+        double before = s->created;
+        mono out;
+        fmpq_init(out.c);
+        out.f = NULL;
+        out.nf = 0;
+        factor_sum(s, mp, built, &out);
+        uint32_t v = s->failed ? 0 : mono_value(s, &out);
+        if (s->created - before < old) r = v;
+        mono_clear(&out);
+    }
+    for (size_t i = 0; i < built; i++) mono_clear(&ms[i]);
+    free(ms);
+    free(mp);
+    return r;
+}
+
+/* -- shared prefixes of products and sums -- */
+
+typedef struct {
+    ch_map child;    /* (trie node << 32 | key + 1) -> trie node */
+    uint32_t *cnt;   /* products (sums) passing through a trie node */
+    uint32_t *val;   /* its value once built, else NONE */
+    uint32_t n, cap;
+    uint32_t *freq;  /* key -> products (sums) containing it */
+} trie;
+
+static uint32_t trie_step(cse *s, trie *t, uint32_t at, uint32_t key, int create)
+{
+    uint64_t k = ((uint64_t)at << 32) | ((uint64_t)key + 1);
+    uintptr_t got = (uintptr_t)ch_map_get(&t->child, k);
+    if (got || !create) return (uint32_t)got;
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? 2 * t->cap : 1024;
+        uint32_t *c = realloc(t->cnt, cap * sizeof *c);
+        if (c) t->cnt = c;
+        uint32_t *v = realloc(t->val, cap * sizeof *v);
+        if (v) t->val = v;
+        if (!c || !v) {
+            oom(s);
+            return 0;
+        }
+        t->cap = cap;
+    }
+    uint32_t id = t->n++;
+    t->cnt[id] = 0;
+    t->val[id] = NONE;
+    if (ch_map_put(&t->child, k, (void *)(uintptr_t)id)) oom(s);
+    return id;
+}
+
+/* The keys of a product's factors (a sum's unit terms): a value number
+ * (cl, when not NONE, is the number leaf of a product's coefficient
+ * magnitude, a factor like the others, so 8*m*l^2 is shared too), or
+ * for a sum 2 * value + (coefficient < 0), the signs flipped (*flip = 1)
+ * when the first unit term is negative so that s and -s share prefixes. */
+static uint32_t seq_of(const node *a, uint32_t cl, uint32_t *seq, int *flip)
+{
+    uint32_t m = 0;
+    *flip = 0;
+    if (a->kind == K_MUL) {
+        for (uint32_t i = 0; i < a->n; i++) seq[m++] = a->op[i];
+        if (cl != NONE) seq[m++] = cl;
+    } else {
+        for (uint32_t i = 0; i < a->n; i++)
+            if (is_pm1(a->c + i)) {
+                int neg = fmpq_sgn(a->c + i) < 0;
+                if (m == 0) *flip = neg;
+                seq[m++] = 2 * a->op[i] + (uint32_t)(neg ^ *flip);
+            }
+    }
+    return m;
+}
+
+/* seq sorted most frequent first, ties by key (tmp: m scratch words). */
+static void sort_seq(uint32_t *seq, uint32_t m, const uint32_t *freq, uint64_t *tmp)
+{
+    for (uint32_t i = 0; i < m; i++)
+        tmp[i] = ((uint64_t)(UINT32_MAX - freq[seq[i]]) << 32) | seq[i];
+    sort_u64(tmp, m);
+    for (uint32_t i = 0; i < m; i++) seq[i] = (uint32_t)tmp[i];
+}
+
+/* The product or sum a, its operands replaced through rep, with its
+ * leading factors (terms) taken from the shared prefixes of the trie. */
+static uint32_t share_one(cse *s, const node *a, uint32_t cl, trie *t, const uint32_t *rep,
+                          uint32_t *seq, uint64_t *tmp)
+{
+    int flip;
+    uint32_t m = seq_of(a, cl, seq, &flip);
+    sort_seq(seq, m, t->freq, tmp);
+    int mul = a->kind == K_MUL;
+    uint32_t at = 0, cur = NONE, last = 0;
+    int shared = 0;
+    uint32_t mt = 0; /* the keys in the trie: those in two sequences or more */
+    while (mt < m && t->freq[seq[mt]] >= 2) mt++;
+    for (uint32_t d = 1; d <= mt && !shared; d++) {
+        at = trie_step(s, t, at, seq[d - 1], 0);
+        shared = d >= 2 && t->cnt[at] >= 2;
+    }
+    if (!shared) return NONE; /* no prefix shared: rebuilt plainly */
+    at = 0;
+    uint32_t *v = malloc((a->n + a->nd + 1) * sizeof *v);
+    fmpq *c = _fmpq_vec_init(a->n + 1);
+    fmpq_t one, zero;
+    fmpq_init(one);
+    fmpq_init(zero);
+    fmpq_one(one);
+    uint32_t r = 0;
+    if (!v) {
+        oom(s);
+        goto done;
+    }
+    for (uint32_t d = 1; d <= mt && !s->failed; d++) {
+        at = trie_step(s, t, at, seq[d - 1], 0);
+        if (d < 2 || t->cnt[at] < 2) continue;
+        if (t->val[at] == NONE) {
+            uint32_t k = 0;
+            if (cur != NONE) v[k] = cur, fmpq_one(c + k), k++;
+            for (uint32_t i = last; i < d; i++, k++) {
+                v[k] = rep[mul ? seq[i] : seq[i] >> 1];
+                if (!mul) fmpq_set_si(c + k, (seq[i] & 1) ? -1 : 1, 1);
+            }
+            t->val[at] = mul ? mk_mul(s, one, v, k, NULL, 0) : mk_add(s, zero, v, c, k);
+        }
+        cur = t->val[at];
+        last = d;
+    }
+    uint32_t k = 0;
+    if (cur != NONE) v[k] = cur, fmpq_set_si(c + k, flip ? -1 : 1, 1), k++;
+    for (uint32_t i = last; i < m; i++, k++) {
+        v[k] = rep[mul ? seq[i] : seq[i] >> 1];
+        if (!mul) fmpq_set_si(c + k, ((seq[i] & 1) ^ (uint32_t)flip) ? -1 : 1, 1);
+    }
+    if (mul) {
+        for (uint32_t i = 0; i < a->nd; i++) v[k + i] = rep[a->op[a->n + i]];
+        if (cl == NONE) {
+            r = mk_mul(s, a->k, v, k, v + k, a->nd);
+        } else { /* the magnitude is a factor: only the sign remains */
+            fmpq_set_si(one, fmpq_sgn(a->k), 1);
+            r = mk_mul(s, one, v, k, v + k, a->nd);
+        }
+    } else {
+        for (uint32_t i = 0; i < a->n; i++)
+            if (!is_pm1(a->c + i)) v[k] = rep[a->op[i]], fmpq_set(c + k, a->c + i), k++;
+        r = mk_add(s, a->k, v, c, k);
+    }
+done:
+    free(v);
+    _fmpq_vec_clear(c, a->n + 1);
+    fmpq_clear(one);
+    fmpq_clear(zero);
+    return r;
+}
+
+enum { P_FLATTEN, P_FACTOR, P_SHARE };
+
+/* One rewriting pass over the values reachable from outs (replaced in
+ * place). */
+static void pass(cse *s, uint32_t *outs, size_t n, int mode)
+{
+    if (s->failed) return;
+    uint32_t nn = s->nn;
+    uint32_t *rc = uses(s, outs, n);
+    uint32_t *cl = NULL, ncl = 0; /* P_SHARE: coefficient leaf of each product */
+    if (rc && mode == P_SHARE) {
+        ncl = nn;
+        cl = malloc((nn ? nn : 1) * sizeof *cl);
+        for (uint32_t v = 0; cl && v < nn; v++) {
+            const node *a = s->nd[v];
+            cl[v] = NONE;
+            if (rc[v] && a->kind == K_MUL && a->n && !is_pm1(a->k)) {
+                fmpq_t q;
+                fmpq_init(q);
+                fmpq_abs(q, a->k);
+                cl[v] = mk_num(s, q);
+                fmpq_clear(q);
+            }
+        }
+        uint32_t *r2 = cl ? realloc(rc, (s->nn ? s->nn : 1) * sizeof *rc) : NULL;
+        if (r2) {
+            memset(r2 + nn, 0, (s->nn - nn) * sizeof *r2);
+            nn = s->nn;
+        }
+        rc = r2 ? r2 : rc;
+        if (!r2) free(cl), cl = NULL;
+    }
+    uint32_t *rep = malloc((nn ? nn : 1) * sizeof *rep);
+    trie t[2];
+    memset(t, 0, sizeof t);
+    uint32_t *seq = NULL;
+    uint64_t *tmp = NULL;
+    if (!rc || !rep || (mode == P_SHARE && !cl)) {
+        oom(s);
+        goto done;
+    }
+    for (uint32_t v = 0; v < nn; v++) rep[v] = v; /* the coefficient leaves come last */
+    if (mode == P_SHARE) {
+        uint32_t maxn = 1;
+        for (uint32_t v = 0; v < nn; v++)
+            if (rc[v] && s->nd[v]->n + s->nd[v]->nd + 1 > maxn) maxn = s->nd[v]->n + s->nd[v]->nd + 1;
+        seq = malloc(maxn * sizeof *seq);
+        tmp = malloc(maxn * sizeof *tmp);
+        t[0].freq = calloc(nn, sizeof *t[0].freq);
+        t[1].freq = calloc(2 * (size_t)nn, sizeof *t[1].freq);
+        for (int i = 0; i < 2; i++) ch_map_init(&t[i].child);
+        if (!seq || !tmp || !t[0].freq || !t[1].freq) {
+            oom(s);
+            goto done;
+        }
+        for (int i = 0; i < 2; i++) trie_step(s, &t[i], 0, UINT32_MAX - 1, 1); /* root 0 */
+        /* how many products (sums) contain each factor (term) */
+        for (uint32_t v = 0; v < nn; v++) {
+            const node *a = s->nd[v];
+            if (!rc[v] || (a->kind != K_MUL && a->kind != K_ADD)) continue;
+            int flip;
+            uint32_t m = seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip);
+            trie *tt = &t[a->kind == K_ADD];
+            for (uint32_t i = 0; m >= 2 && i < m; i++)
+                if (i == 0 || seq[i] != seq[i - 1]) tt->freq[seq[i]]++;
+        }
+        /* the tries of the sequences, most frequent first */
+        for (uint32_t v = 0; v < nn && !s->failed; v++) {
+            const node *a = s->nd[v];
+            if (!rc[v] || (a->kind != K_MUL && a->kind != K_ADD)) continue;
+            int flip;
+            uint32_t m = seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip);
+            if (m < 2) continue;
+            trie *tt = &t[a->kind == K_ADD];
+            sort_seq(seq, m, tt->freq, tmp);
+            uint32_t at = 0;
+            /* a key in this sequence only ends its shareable prefix (the
+             * ones after it are as rare) */
+            for (uint32_t i = 0; i < m && tt->freq[seq[i]] >= 2 && !s->failed; i++) {
+                at = trie_step(s, tt, at, seq[i], 1);
+                tt->cnt[at]++;
+            }
+        }
+    }
+    for (uint32_t v = 0; v < nn && !s->failed; v++) {
+        if (!rc[v]) {
+            rep[v] = v;
+            continue;
+        }
+        const node *a = s->nd[v];
+        uint32_t r = NONE;
+        int flip;
+        if (mode == P_FACTOR && a->kind == K_ADD) {
+            r = factor_add(s, a, rep, rc);
+            if (r == NONE) r = rebuild(s, v, rep, rc, 1);
+        } else if (mode == P_SHARE && (a->kind == K_MUL || a->kind == K_ADD) &&
+                   seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip) >= 2) {
+            r = share_one(s, a, v < ncl ? cl[v] : NONE, &t[a->kind == K_ADD], rep, seq, tmp);
+            if (r == NONE) r = rebuild(s, v, rep, rc, 0);
+        } else {
+            r = rebuild(s, v, rep, rc, mode != P_SHARE);
+        }
+        rep[v] = r;
+    }
+    for (size_t i = 0; i < n && !s->failed; i++) outs[i] = rep[outs[i]];
+done:
+    for (int i = 0; i < 2; i++) {
+        ch_map_free(&t[i].child);
+        free(t[i].cnt);
+        free(t[i].val);
+        free(t[i].freq);
+    }
+    free(seq);
+    free(tmp);
+    free(rc);
+    free(rep);
+    free(cl);
+}
+
+/* ---- printing ------------------------------------------------------------- */
+
+static void put_val(ch_buf *b, cse *s, const uint32_t *name, uint32_t v)
+{
+    if (s->nd[v]->kind == K_LEAF)
+        ch_buf_put(b, s->nd[v]->text);
+    else
+        ch_buf_printf(b, "%s%u", s->tmp, name[v]);
+}
+
+static void put_stmt(ch_buf *r, cse *s, const uint32_t *name, const node *a)
+{
+    if (a->kind == K_CALL) {
+        ch_buf_printf(r, "%s(", a->fn);
+        put_val(r, s, name, a->op[0]);
+        if (a->n > 1) {
+            ch_buf_put(r, ", ");
+            put_val(r, s, name, a->op[1]);
+        }
+        ch_buf_put(r, ")");
+    } else if (a->kind == K_MUL) {
+        int neg = fmpq_sgn(a->k) < 0, unit = is_pm1(a->k);
+        if (a->n == 2 && a->nd == 0 && unit && !neg) { /* a power step, a shared pair */
+            put_val(r, s, name, a->op[0]);
+            ch_buf_put(r, " * ");
+            put_val(r, s, name, a->op[1]);
+            return;
+        }
+        if (neg) ch_buf_put(r, "-");
+        if (!unit || a->n == 0) {
+            put_abs_q(r, a->k);
+            if (a->n) ch_buf_put(r, "*");
+        }
+        for (uint32_t i = 0; i < a->n; i++) {
+            if (i) ch_buf_put(r, "*");
+            put_val(r, s, name, a->op[i]);
+        }
+        if (a->nd) {
+            ch_buf_put(r, a->nd > 1 ? " / (" : " / ");
+            for (uint32_t i = 0; i < a->nd; i++) {
+                if (i) ch_buf_put(r, "*");
+                put_val(r, s, name, a->op[a->n + i]);
+            }
+            if (a->nd > 1) ch_buf_put(r, ")");
+        }
+    } else {
+        for (uint32_t i = 0; i < a->n; i++) {
+            const fmpq *c = a->c + i;
+            int neg = fmpq_sgn(c) < 0;
+            if (i) ch_buf_put(r, neg ? " - " : " + ");
+            else if (neg) ch_buf_put(r, "-");
+            if (!is_pm1(c)) {
+                put_abs_q(r, c);
+                ch_buf_put(r, "*");
+            }
+            put_val(r, s, name, a->op[i]);
+        }
+        if (!fmpq_is_zero(a->k)) {
+            ch_buf_put(r, fmpq_sgn(a->k) < 0 ? " - " : " + ");
+            put_abs_q(r, a->k);
+        }
+    }
+}
+
+/* The statements of the values reachable from outs, in value order. */
+static void print_prog(cse *s, const uint32_t *outs, size_t n)
+{
+    uint32_t *rc = uses(s, outs, n);
+    uint32_t *name = malloc((s->nn ? s->nn : 1) * sizeof *name);
+    if (!rc || !name) {
+        free(rc);
+        free(name);
+        oom(s);
+        return;
+    }
+    ch_cse_prog *p = s->prog;
+    ch_buf r;
+    ch_buf_init(&r);
+    for (uint32_t v = 0; v < s->nn; v++) {
+        const node *a = s->nd[v];
+        if (!rc[v] || a->kind == K_LEAF) continue;
+        ch_buf_reset(&r);
+        put_stmt(&r, s, name, a);
+        name[v] = (uint32_t)p->ntemps++;
+        ch_buf_printf(&p->body, "%sconst double %s%u = %s;\n", s->indent, s->tmp,
+                      name[v], r.s ? r.s : "");
+        ch_opcount c;
+        node_ops(a, &c);
+        p->after.add += c.add, p->after.mul += c.mul, p->after.div += c.div;
+        p->after.call += c.call;
+    }
+    if (r.oom) oom(s);
+    ch_buf_free(&r);
+    for (size_t i = 0; i < n && !s->failed; i++) {
+        ch_buf b;
+        ch_buf_init(&b);
+        put_val(&b, s, name, outs[i]);
+        p->ref[i] = b.oom ? NULL : ch_buf_take(&b);
+        ch_buf_free(&b);
+        if (!p->ref[i]) oom(s);
+    }
+    free(rc);
+    free(name);
 }
 
 /* ---- operation counts of the outputs as trees ----------------------------- */
@@ -508,11 +1718,6 @@ static void count_add(ch_opcount *a, const ch_opcount *b, double times)
     a->mul += times * b->mul;
     a->div += times * b->div;
     a->call += times * b->call;
-}
-
-static int is_pm1(const fmpq *q)
-{
-    return fmpz_is_pm1(fmpq_numref(q)) && fmpz_is_one(fmpq_denref(q));
 }
 
 static const ch_opcount *tree_cost(const ch_expr *e, ch_opcount *memo, char *done)
@@ -600,24 +1805,51 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
     s.err = err;
     ch_map *maps[] = {&s.node_val, &s.pow_val, &s.sqrt_val, &s.cbrt_val,
                       &s.inv_val, &s.den_of, &s.den_uses, &s.neg_uses,
-                      &s.recip_val};
+                      &s.recip_val, &s.num_val};
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) ch_map_init(maps[i]);
-    for (int phase = 0; phase < 2; phase++) {
+    uint32_t *val = malloc((n ? n : 1) * sizeof *val);
+    if (!val) oom(&s);
+    for (int phase = 0; phase < 2 && !s.failed; phase++) {
         ch_map seen;
         ch_map_init(&seen);
         for (size_t i = 0; i < n && !s.failed; i++) find_denominators(&s, outs[i], &seen, phase);
+        /* the table sized once for the values the lowering and the passes
+         * make (a few per node): growing it rehashes at random */
+        if (phase == 1 && !s.failed) {
+            size_t cap = 1024;
+            while (cap < 8 * seen.len) cap *= 2;
+            s.tabcap = cap / 2; /* empty: tab_grow allocates twice that */
+            if (tab_grow(&s)) oom(&s);
+        }
         ch_map_free(&seen);
     }
-    for (size_t i = 0; i < n && !s.failed; i++) {
-        size_t v = lower(&s, outs[i]);
-        if (!s.failed) {
-            out->ref[i] = dup(s.val[v]);
-            if (!out->ref[i]) fail(&s, CH_ERR_MEMORY, "out of memory in CSE");
-        }
+    fmpq_t z;
+    fmpq_init(z);
+    s.zero = mk_num(&s, z);
+    fmpq_clear(z);
+    for (size_t i = 0; i < n && !s.failed; i++) val[i] = lower(&s, outs[i]);
+    /* factoring flattens as it goes (a product is rebuilt before the sums
+     * that use it). A last flattening would absorb the signs that sharing
+     * leaves (-w for a shared w) into their users: fewer statements but the
+     * same count, not worth a pass over everything */
+    static const int passes[] = {P_FACTOR, P_FLATTEN, P_SHARE};
+    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) pass(&s, val, n, passes[i]);
+    if (!s.failed) print_prog(&s, val, n);
+    if (out->body.oom) oom(&s);
+    free(val);
+    for (uint32_t i = 0; i < s.nn; i++) {
+        node *a = s.nd[i];
+        fmpq_clear(a->k);
+        if (a->c)
+            for (uint32_t j = 0; j < a->n; j++) fmpq_clear(a->c + j);
     }
-    if (out->body.oom) fail(&s, CH_ERR_MEMORY, "out of memory in CSE");
-    for (size_t i = 0; i < s.nval; i++) free(s.val[i]);
-    free(s.val);
+    while (s.chunk) {
+        char *next = *(char **)s.chunk;
+        free(s.chunk);
+        s.chunk = next;
+    }
+    free(s.nd);
+    free(s.tab);
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) ch_map_free(maps[i]);
     return s.failed ? (err ? (int)err->code : 1) : 0;
 }

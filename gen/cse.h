@@ -3,14 +3,19 @@
  *
  * Every non-leaf node reachable from the outputs is computed once into a
  * temporary `const double PREFIXk` (symbols and numbers stay inline), in
- * depth-first post-order from the outputs taken in order, so the program is
- * topologically sorted and deterministic (it depends only on the outputs and
- * the DAG's canonical order, never on addresses). Lowering rules: integer
+ * the order the values were created (the lowering's depth-first post-order
+ * from the outputs taken in order, then the rewritten values), so the
+ * program is topologically sorted and deterministic (it depends only on the
+ * outputs and the DAG's canonical order, never on addresses). Lowering rules: integer
  * powers become products with shared intermediate powers (b2 = b*b,
  * b3 = b2*b, b4 = b2*b2), half and third powers go through sqrt/cbrt,
  * negative exponents form one denominator per product (one division), and a
  * denominator that several products share is inverted once and multiplied.
  * sin(a) and cos(a) are distinct DAG nodes, so each is computed once.
+ * Algebraic rewriting then lowers the count further (values change only by
+ * rounding): common factors are pulled out of sums (greedy multivariate
+ * factoring, a*x + a*y -> a*(x + y)), sub-products and partial sums that
+ * several products or sums share are computed once (see cse.c).
  * Symbols reach the text only through the caller's namer (print.h). */
 #ifndef CH_CSE_H
 #define CH_CSE_H
