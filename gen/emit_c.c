@@ -63,7 +63,7 @@ typedef struct {
     const ch_expr **dyn_outs; /* kn_dyn's outputs */
     size_t ndyn;
     ch_opcount alpha_ops;     /* of kn_alpha */
-    int fused;                /* kn_acc calls kn_rdyn, which also writes v_dep */
+    int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -453,7 +453,7 @@ static void fun_state_from(emitter *e)
                   e->P, e->P);
 }
 
-/* kn_red's outputs: M* (m*m) and f = -(eqs at q_tt_r = 0) (m); NULL on
+/* The symbolic path's outputs: M* (m*m) and f = -(eqs at q_tt_r = 0) (m); NULL on
  * failure. */
 static const ch_expr **red_outputs(emitter *e)
 {
@@ -493,7 +493,7 @@ static void fun_rhs(emitter *e)
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        dxdt[i] = v[i];\n"
                          "        dxdt[%zu + i] = acc[i];\n    }\n    return 0;\n}\n\n", n, n);
     } else if (e->fused) {
-        /* kn_acc's kn_rdyn writes v_dep (alpha) along with the dynamics */
+        /* kn_acc writes v_dep (alpha) along with the accelerations */
         for (size_t r = 0; r < mi; r++)
             ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
         ch_buf_printf(b, "    if (kn_acc(t, x, p, v, dxdt + %zu)) return 1;\n"
@@ -529,41 +529,42 @@ static double opcount_total(const ch_opcount *c)
     return c->add + c->mul + c->div + c->call;
 }
 
-/* The solve of M* vt = f for the symbolic path, into code (vt holds f);
- * its operations are added to ops. */
-static void symbolic_solve(emitter *e, const ch_expr *const *outs, ch_buf *code,
-                           ch_opcount *ops)
+/* The solve of M* vt = f for the symbolic path, into code: M*'s lower
+ * triangle as scalars A<i*m+j> and f into vt from the program's values
+ * ref, then ch_emit_small_solve; its operations are added to ops. */
+static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *ref,
+                           ch_buf *code, ch_opcount *ops)
 {
     size_t mi = e->mi;
-    char fallback[96];
-    snprintf(fallback, sizeof fallback, "return la_solve(%zu, 1, o, vt, 1, w, piv);", mi);
-    if (mi > CH_SPD_UNROLL_MAX) {
-        ch_buf_printf(code, "    %s\n", fallback);
-        ch_la_solve_ops(mi, 1, ops);
-        return;
-    }
     unsigned char *anz = ch_ctx_alloc(e->ctx, mi * mi + 1);
     if (!anz) {
         e->failed = 1;
         return;
     }
     for (size_t j = 0; j < mi * mi; j++) anz[j] = !ch_is_zero(outs[j]);
-    ch_emit_spd_solve(code, mi, "o[%zu]", "vt[%zu]", anz, fallback, ops);
-    ch_buf_put(code, "    return 0;\n");
+    for (size_t i = 0; i < mi; i++)
+        for (size_t j = 0; j <= i; j++)
+            ch_buf_printf(code, "    const double A%zu = %s;\n", i * mi + j, ref[i * mi + j]);
+    for (size_t i = 0; i < mi; i++)
+        ch_buf_printf(code, "    vt[%zu] = %s;\n", i, ref[mi * mi + i]);
+    ch_emit_small_solve(code, mi, anz, ops);
 }
 
-/* kn_acc from the symbolic reduced equations: kn_red, then M* solved. */
-static void acc_symbolic(emitter *e, ch_cse_prog *prog, const ch_buf *solve)
+/* kn_acc from the symbolic reduced equations: kn_red's program in its
+ * body, then M* solved. */
+static void acc_symbolic(emitter *e, const ch_cse_prog *prog, const ch_buf *solve)
 {
     size_t mi = e->mi;
-    kernel_put(e, "red", prog);
-    ch_buf_printf(&e->kern, "/* Independent accelerations: 0, or 1 when M* is singular. */\n"
-                     "static int kn_acc(double t, const double *x, const double *p, const double *v,\n"
+    ch_buf_printf(&e->kern, "/* Independent accelerations from the symbolic reduced equations (M*\n"
+                     " * and f, %zu values; ", prog->n);
+    ch_opcount_print(&e->kern, &prog->after);
+    ch_buf_printf(&e->kern, "): 0, or 1 when M* is singular. */\n"
+                     "static int kn_acc(double t, const double *x, const double *p, %sdouble *v,\n"
                      "                  double *vt)\n{\n"
-                     "    double o[%zu], w[%zu];\n    int piv[%zu], i;\n"
-                     "    kn_red(t, x, p, v, o);\n"
-                     "    for (i = 0; i < %zu; i++) vt[i] = o[%zu + i];\n",
-                  mi * mi + mi, mi * mi + 1, mi + 1, mi, mi * mi);
+                     "    double ws[%zu];\n    int piv[%zu];\n"
+                     "    (void)t; (void)x; (void)p; (void)v;\n",
+                  e->fused ? "" : "const ", mi * mi + 1, mi + 1);
+    ch_buf_put(&e->kern, prog->body.s ? prog->body.s : "");
     ch_buf_put(&e->kern, solve->s ? solve->s : "");
     ch_buf_put(&e->kern, "}\n\n");
 }
@@ -576,116 +577,368 @@ static double call_cost(const ch_opcount *c)
     return c->add + c->mul + 4.0 * c->div + 20.0 * c->call;
 }
 
-/* kn_rdyn(t, x, p, v, o): kn_dyn's outputs with the dependent velocities
- * replaced by explicit alpha, plus alpha itself written to v's dependent
- * entries, as one CSE'd program. The reduced rhs then evaluates what
- * alpha and the dynamics share (sin and cos of the angles, the common
- * denominator) once and in one function, where compilers also pair sin
- * with cos. Kept only when it performs fewer operations than kn_alpha and
- * kn_dyn together, calls weighted as call_cost does; 1 when emitted (its
- * operations in *ops). */
-static int kernel_rdyn(emitter *e, ch_opcount *ops)
+/* A candidate program of kn_acc's values replaces *out when its cost is
+ * below *best (then *val and *fused are set); otherwise it is freed. */
+static void keep_cheaper(ch_cse_prog *cand, ch_cse_prog *out, double *best, size_t *val,
+                         int *fused, size_t cval, int cfused)
+{
+    if (call_cost(&cand->after) < *best) {
+        *best = call_cost(&cand->after);
+        ch_cse_prog_free(out);
+        *out = *cand;
+        *val = cval, *fused = cfused;
+    } else {
+        ch_cse_prog_free(cand);
+    }
+}
+
+/* FNV-1a of n characters, never 0 */
+static uint64_t name_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* The temporary or local a statement "INDENT const double NAME = ...;"
+ * defines (NAME's length), and the next identifier w<digits> or
+ * vd<digits> in s from *pos (its start and length; 0 when none). */
+static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
+{
+    for (size_t i = *pos; i < len; i++) {
+        int start = (s[i] == 'w' || (s[i] == 'v' && i + 1 < len && s[i + 1] == 'd')) &&
+                    (i == 0 || !(s[i - 1] == '_' || s[i - 1] == '.' ||
+                                 (s[i - 1] >= 'a' && s[i - 1] <= 'z') ||
+                                 (s[i - 1] >= 'A' && s[i - 1] <= 'Z') ||
+                                 (s[i - 1] >= '0' && s[i - 1] <= '9')));
+        if (!start) continue;
+        size_t j = i + (s[i] == 'w' ? 1 : 2), d = j;
+        while (j < len && s[j] >= '0' && s[j] <= '9') j++;
+        if (j == d) continue;
+        *pos = i, *nlen = j - i;
+        return 1;
+    }
+    return 0;
+}
+
+/* Reorders p's statements, with "const double vd<nu> = alpha's value;"
+ * added for each dependent velocity (alpha's outputs first in p), so that
+ * every name is defined before it is used: the statements that do not
+ * wait for a vd keep their order, then the vd, then the rest in order
+ * (the program's own order is topological, but its value numbering may
+ * put a statement that reads a vd before alpha's value). 1 when done
+ * (p->body replaced), 0 otherwise (a statement not of the expected form). */
+static int order_vdep(emitter *e, ch_cse_prog *p)
+{
+    size_t k = e->k;
+    const char *body = p->body.s ? p->body.s : "";
+    /* the statements: the program's lines, then the vd definitions */
+    size_t nl = 0;
+    for (const char *c = body; *c; c++) nl += *c == '\n';
+    size_t ns = nl + k;
+    char **st = calloc(ns + 1, sizeof *st);
+    size_t *done = calloc(ns + 1, sizeof *done);
+    ch_map def; /* name hash -> statement index + 1 */
+    ch_map_init(&def);
+    int ok = st && done;
+    const char *c = body;
+    for (size_t i = 0; ok && i < nl; i++) {
+        const char *eol = strchr(c, '\n');
+        size_t len = (size_t)(eol - c) + 1;
+        st[i] = malloc(len + 1);
+        if (!st[i]) ok = 0;
+        else memcpy(st[i], c, len), st[i][len] = '\0';
+        c = eol + 1;
+    }
+    for (size_t nu = 0; ok && nu < k; nu++) {
+        char buf[160];
+        snprintf(buf, sizeof buf, "    const double vd%zu = %s;\n", nu, p->ref[nu]);
+        if (!(st[nl + nu] = ch_ctx_strdup(e->ctx, buf))) ok = 0;
+    }
+    /* names are keyed by a hash of their text: w<digits> and vd<digits>
+     * only, distinct texts of at most 24 characters */
+#define NAMEKEY(s, n) (((uint64_t)(n) << 56) ^ name_hash((s), (n)))
+    uint64_t *defkey = calloc(ns + 1, sizeof *defkey);
+    ok = ok && defkey;
+    for (size_t i = 0; ok && i < ns; i++) {
+        const char *pre = "    const double ";
+        size_t pl = strlen(pre), pos = pl, n;
+        if (strncmp(st[i], pre, pl) != 0 || !next_name(st[i], strlen(st[i]), &pos, &n) ||
+            pos != pl || n > 24) {
+            ok = 0;
+            break;
+        }
+        defkey[i] = NAMEKEY(st[i] + pos, n);
+        if (ch_map_get(&def, defkey[i]) || ch_map_put(&def, defkey[i], (void *)(uintptr_t)(i + 1)))
+            ok = 0;
+    }
+    /* emit in passes: each pass emits, in order, every statement whose
+     * operands are all emitted; the number of passes is the depth of the
+     * deferral, small in practice */
+    ch_buf out;
+    ch_buf_init(&out);
+    size_t left = ns, pl = strlen("    const double ");
+    while (ok && left > 0) {
+        size_t before = left;
+        for (size_t i = 0; ok && i < ns; i++) {
+            if (done[i]) continue;
+            size_t len = strlen(st[i]), pos = pl, n;
+            int ready = 1;
+            while (ready && next_name(st[i], len, &pos, &n)) {
+                if (n <= 24) {
+                    size_t at = (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n));
+                    /* the same text (a hash collision would only be a
+                     * name defined elsewhere than found) */
+                    if (at && strncmp(st[at - 1] + pl, st[i] + pos, n) != 0) ok = ready = 0;
+                    if (at && at - 1 != i && !done[at - 1]) ready = 0;
+                }
+                pos += n;
+            }
+            if (!ready) continue;
+            done[i] = 1, left--;
+            ch_buf_put(&out, st[i]);
+        }
+        if (left == before) ok = 0; /* a cycle: cannot happen without v_dep in alpha */
+    }
+#undef NAMEKEY
+    if (ok && !out.oom) {
+        ch_buf_free(&p->body);
+        p->body = out;
+    } else {
+        ch_buf_free(&out);
+        ok = 0;
+    }
+    for (size_t i = 0; st && i < nl; i++) free(st[i]);
+    free(st), free(done), free(defkey);
+    ch_map_free(&def);
+    return ok;
+}
+
+/* The fused candidates for the dynamics dyn and the explicit alpha (see
+ * values_prog), compared with *best. */
+static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_expr *const *alpha,
+                             ch_cse_prog *out, double *best, size_t *val, int *fused)
+{
+    const ch_manifold *mf = &e->d->mf;
+    size_t k = e->k, nd = e->ndyn;
+    const ch_expr **o = earr(e, nd + k), **vdep = earr(e, k);
+    if (!o || !vdep) return;
+    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
+    for (size_t nu = 0; nu < k; nu++)
+        if (ch_has_any_sym(alpha[nu], k, vdep)) return;
+    ch_error scratch;
+    /* 1: alpha and the dynamics as one program, the dynamics reading the
+     * dependent velocities as locals vd<nu> that are alpha's values; the
+     * statements are then ordered so that each vd<nu> is defined after
+     * alpha's value and before its first use. */
+    for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
+    for (size_t i = 0; i < nd; i++) o[k + i] = dyn[i];
+    const char **saved = ch_ctx_alloc(e->ctx, (k ? k : 1) * sizeof *saved);
+    if (!saved) return;
+    for (size_t nu = 0; nu < k; nu++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "vd%zu", nu);
+        uint32_t sid = vdep[nu]->sym->sid;
+        saved[nu] = e->symtext[sid];
+        e->symtext[sid] = ch_ctx_strdup(e->ctx, buf);
+        if (!e->symtext[sid]) e->symtext[sid] = saved[nu];
+    }
+    ch_cse_prog p1;
+    memset(&scratch, 0, sizeof scratch);
+    int built = ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &p1, &scratch) == 0;
+    for (size_t nu = 0; nu < k; nu++) e->symtext[vdep[nu]->sym->sid] = saved[nu];
+    if (built && order_vdep(e, &p1)) {
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(&p1.body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
+        keep_cheaper(&p1, out, best, val, fused, k, 1);
+    } else {
+        ch_cse_prog_free(&p1);
+    }
+    /* 2: alpha substituted; an expression or node limit here only means
+     * no such candidate */
+    if (ch_subst_many(e->ctx, nd, dyn, o, k, vdep, alpha)) return;
+    for (size_t nu = 0; nu < k; nu++) o[nd + nu] = alpha[nu];
+    ch_cse_prog p3;
+    memset(&scratch, 0, sizeof scratch);
+    if (ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &p3, &scratch)) {
+        ch_cse_prog_free(&p3);
+        return;
+    }
+    for (size_t nu = 0; nu < k; nu++)
+        ch_buf_printf(&p3.body, "    v[%d] = %s;\n", mf->dep[nu], p3.ref[nu + nd]);
+    keep_cheaper(&p3, out, best, val, fused, 0, 1);
+}
+
+/* The program of kn_dyn's values for kn_acc's body, with the temporaries'
+ * stem "w" (kn_acc's own names differ). *val is the index of the first
+ * value among the program's outputs, *fused says whether the program
+ * also writes the dependent velocities into v (then the rhs does not call
+ * kn_vel: the body is the only place alpha is computed). Candidates, the
+ * cheapest by call_cost kept:
+ *  - the dynamics alone at the velocities kn_vel computed (plus kn_alpha
+ *    there, in the reduced form with explicit alpha);
+ *  - in the reduced form with explicit alpha, alpha then the dynamics at
+ *    v_dep = alpha's values as one CSE'd program (its statements ordered
+ *    by order_vdep): alpha and the dynamics share sin and cos of the
+ *    angles and the common denominators, computed once, and compilers
+ *    pair sin with cos;
+ *  - there too, the dynamics with alpha substituted symbolically (which
+ *    pays only where terms cancel);
+ *  - each of these with the common factors taken out of the sums
+ *    (ch_factor_sums).
+ * Returns 0, or nonzero with the emitter failed. */
+static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
+{
+    const ch_reduced *red = &e->d->red;
+    size_t k = e->k, nd = e->ndyn;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    *fused = 0, *val = 0;
+    if (kernel_build(e, nd, e->dyn_outs, out)) return -1;
+    double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
+    double best = call_cost(&out->after) + alpha_cost;
+    /* dynamics and alpha with common factors out, in one pass so that
+     * what they share stays shared */
+    const ch_expr **all = earr(e, nd + k);
+    if (!all) return -1;
+    for (size_t i = 0; i < nd; i++) all[i] = e->dyn_outs[i];
+    for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
+    const ch_expr **fac = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all);
+    if (fac) {
+        ch_cse_prog cand;
+        ch_error scratch;
+        memset(&scratch, 0, sizeof scratch);
+        if (ch_cse_build(e->ctx, nd, fac, namer, e, "w", "    ", &cand, &scratch) == 0) {
+            /* kn_vel's alpha comes on top (call_cost is linear) */
+            best -= alpha_cost;
+            keep_cheaper(&cand, out, &best, val, fused, 0, 0);
+            best += alpha_cost;
+        } else {
+            ch_cse_prog_free(&cand);
+        }
+    }
+    if (!with_alpha) return 0;
+    fused_candidates(e, e->dyn_outs, red->alpha, out, &best, val, fused);
+    if (fac) fused_candidates(e, fac, fac + nd, out, &best, val, fused);
+    return 0;
+}
+
+/* The program of kn_acc's body on the symbolic path: M* and f (the first
+ * m*m + m outputs; *outs is set to the expressions used), the cheapest by
+ * call_cost of the reduced equations as they are and with common factors
+ * out of the sums (ch_factor_sums), each alone (kn_vel computes alpha) or,
+ * in the reduced form with explicit alpha and equations free of the
+ * dependent velocities, with alpha as further outputs written into v
+ * (*fused: no kn_vel in the rhs; alpha and the equations share sin, cos
+ * and denominators). Returns 0, or nonzero with the emitter failed. */
+static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused)
 {
     const ch_reduced *red = &e->d->red;
     const ch_manifold *mf = &e->d->mf;
-    size_t k = e->k, nd = e->ndyn;
-    if (e->failed || !e->dyn_outs || !red->explicit_alpha || !red->alpha) return 0;
-    const ch_expr **o = earr(e, nd + k), **from = earr(e, k);
-    if (!o || !from) return 0;
-    for (size_t nu = 0; nu < k; nu++) from[nu] = e->m->qt[mf->dep[nu]];
-    /* an expression limit here only means no fusion */
-    if (ch_subst_many(e->ctx, nd, e->dyn_outs, o, k, from, red->alpha)) return 0;
-    for (size_t nu = 0; nu < k; nu++) o[nd + nu] = red->alpha[nu];
-    ch_cse_prog prog;
-    ch_error scratch;
-    memset(&scratch, 0, sizeof scratch);
-    /* a node limit here, too, only means no fusion */
-    if (ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &prog, &scratch)) {
-        ch_cse_prog_free(&prog);
-        return 0;
+    size_t no = e->mi * e->mi + e->mi, k = e->k;
+    *fused = 0;
+    if (kernel_build(e, no, *outs, prog)) return -1;
+    int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
+    double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
+    double best = call_cost(&prog->after) + alpha_cost;
+    const ch_expr **all = earr(e, no + k), **vdep = earr(e, k);
+    if (!all || !vdep) return -1;
+    for (size_t i = 0; i < no; i++) all[i] = (*outs)[i];
+    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
+    for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
+    for (size_t i = 0; with_alpha && i < no + k; i++)
+        if (ch_has_any_sym(all[i], k, vdep)) with_alpha = 0;
+    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all);
+    /* candidates: (outputs, count, fused) */
+    const ch_expr *const *cand[3] = {fac, with_alpha ? all : NULL, with_alpha ? fac : NULL};
+    size_t count[3] = {no, no + k, no + k};
+    for (int c = 0; c < 3; c++) {
+        if (!cand[c]) continue;
+        ch_cse_prog p;
+        ch_error scratch;
+        memset(&scratch, 0, sizeof scratch);
+        if (ch_cse_build(e->ctx, count[c], cand[c], namer, e, "w", "    ", &p, &scratch)) {
+            ch_cse_prog_free(&p);
+            continue;
+        }
+        double cost = call_cost(&p.after) + (c == 0 ? alpha_cost : 0.0);
+        if (cost < best) {
+            best = cost;
+            if (c > 0)
+                for (size_t nu = 0; nu < k; nu++)
+                    ch_buf_printf(&p.body, "    v[%d] = %s;\n", mf->dep[nu], p.ref[no + nu]);
+            ch_cse_prog_free(prog);
+            *prog = p;
+            *outs = (const ch_expr **)cand[c];
+            *fused = c > 0;
+        } else {
+            ch_cse_prog_free(&p);
+        }
     }
-    if (call_cost(&prog.after) >= call_cost(&e->dyn_ops) + call_cost(&e->alpha_ops)) {
-        ch_cse_prog_free(&prog);
-        return 0;
-    }
-    ch_buf *b = &e->kern;
-    ch_buf_printf(b, "/* kn_dyn's %zu values at v_dep = alpha, and alpha into v; ", nd);
-    ch_opcount_print(b, &prog.after);
-    ch_buf_put(b, " */\nstatic void kn_rdyn(double t, const double *x, const double *p, "
-                  "double *v, double *o)\n{\n    (void)t; (void)x; (void)p; (void)v;\n");
-    ch_buf_put(b, prog.body.s ? prog.body.s : "");
-    for (size_t i = 0; i < nd; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog.ref[i]);
-    for (size_t nu = 0; nu < k; nu++)
-        ch_buf_printf(b, "    v[%d] = %s;\n", mf->dep[nu], prog.ref[nd + nu]);
-    ch_buf_put(b, "}\n\n");
-    opcount_add(&e->before, &prog.before);
-    opcount_add(&e->after, &prog.after);
-    *ops = prog.after;
-    ch_cse_prog_free(&prog);
-    return 1;
+    return 0;
 }
 
 /* static int kn_acc(t, x, p, v, vt): the independent accelerations of the
  * reduced equations at the velocities v (THEORY §4), either from the
- * symbolic reduced right side (kn_red) or by small numeric solves on the
- * full form's M, G, b, r (emit_red.h), whichever performs fewer counted
- * operations per call (both CSE'd, the solves counted too; kn_dyn is
- * emitted anyway for the multiplier columns). Without constraints the two
- * coincide and the symbolic one is kept. */
+ * symbolic reduced right side (kn_red's program) or by small numeric
+ * solves on the full form's M, G, b, r (emit_red.h), whichever performs
+ * fewer counted operations per call (both CSE'd, the solves counted too;
+ * the values' program is in kn_acc's body either way). Without
+ * constraints the two coincide and the symbolic one is kept. */
 static void fun_acc(emitter *e)
 {
     const ch_expr **outs = red_outputs(e);
-    ch_cse_prog prog;
-    if (!outs || kernel_build(e, e->mi * e->mi + e->mi, outs, &prog)) return;
-    ch_opcount sym = prog.after, num = e->dyn_ops;
+    ch_cse_prog prog, vals;
+    int sym_fused = 0;
+    if (!outs || sym_prog(e, &outs, &prog, &sym_fused)) return;
+    ch_opcount sym = prog.after, num = {0, 0, 0, 0}, solve_ops = {0, 0, 0, 0};
     ch_buf code, solve;
     ch_buf_init(&code);
     ch_buf_init(&solve);
-    symbolic_solve(e, outs, &solve, &sym);
-    int tri = 0, use_num = 0;
-    if (e->k > 0 && e->dyn_nz) {
-        ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
-                          "kn_dyn"};
-        if (ch_emit_reduced_numeric(&in, &code, &num, &tri)) {
-            e->failed = 1;
-            ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-        }
-        use_num = !e->failed && opcount_total(&num) < opcount_total(&sym);
-    }
-    ch_opcount fused_ops;
-    if (use_num && e->form == CH_FORM_REDUCED && kernel_rdyn(e, &fused_ops)) {
-        /* the rhs gets v_dep from kn_acc's kn_rdyn instead of kn_alpha */
-        e->fused = 1;
-        num.add += fused_ops.add - e->dyn_ops.add - e->alpha_ops.add;
-        num.mul += fused_ops.mul - e->dyn_ops.mul - e->alpha_ops.mul;
-        num.div += fused_ops.div - e->dyn_ops.div - e->alpha_ops.div;
-        num.call += fused_ops.call - e->dyn_ops.call - e->alpha_ops.call;
-        /* the same solve, calling the fused kernel */
-        ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
-                          "kn_rdyn"};
-        ch_opcount again = {0, 0, 0, 0};
-        ch_buf_free(&code);
-        ch_buf_init(&code);
-        if (ch_emit_reduced_numeric(&in, &code, &again, &tri)) {
-            e->failed = 1;
-            ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
+    opcount_add(&sym, &solve_ops);
+    /* compared as the part beyond kn_vel, which a fused program makes
+     * unnecessary */
+    ch_opcount sym_all = sym;
+    if (sym_fused)
+        sym.add -= e->alpha_ops.add, sym.mul -= e->alpha_ops.mul,
+        sym.div -= e->alpha_ops.div, sym.call -= e->alpha_ops.call;
+    int tri = 0, use_num = 0, have_vals = 0, fused = 0;
+    if (e->k > 0 && e->dyn_nz && !e->failed) {
+        size_t off = 0;
+        if (values_prog(e, &vals, &off, &fused) == 0) {
+            have_vals = 1;
+            ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
+                              (const char *const *)vals.ref + off, vals.body.s};
+            num = vals.after;
+            if (ch_emit_reduced_numeric(&in, &code, &num, &tri)) {
+                e->failed = 1;
+                ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+            }
+            /* compared as the part beyond kn_vel, which a fused program
+             * makes unnecessary */
+            ch_opcount cmp = num;
+            if (fused)
+                cmp.add -= e->alpha_ops.add, cmp.mul -= e->alpha_ops.mul,
+                cmp.div -= e->alpha_ops.div, cmp.call -= e->alpha_ops.call;
+            use_num = !e->failed && opcount_total(&cmp) < opcount_total(&sym);
+            if (use_num) {
+                opcount_add(&e->before, &vals.before);
+                opcount_add(&e->after, &num);
+                num = cmp;
+            }
         }
     }
     if (use_num) {
-        ch_cse_prog_free(&prog);
+        e->fused = fused;
         ch_buf_put(&e->kern, code.s ? code.s : "");
-        opcount_add(&e->after, &num);
-        /* kn_dyn is already in the totals: count only the solve */
-        opcount_add(&e->after, &(ch_opcount){-e->dyn_ops.add, -e->dyn_ops.mul,
-                                             -e->dyn_ops.div, -e->dyn_ops.call});
     } else if (!e->failed) {
+        e->fused = sym_fused;
         acc_symbolic(e, &prog, &solve);
-        /* the solve's operations, beside kn_red's counted by kernel_put */
-        opcount_add(&e->after, &(ch_opcount){sym.add - e->last.add, sym.mul - e->last.mul,
-                                             sym.div - e->last.div, sym.call - e->last.call});
-    } else {
-        ch_cse_prog_free(&prog);
+        opcount_add(&e->before, &prog.before);
+        opcount_add(&e->after, &sym_all);
     }
+    ch_cse_prog_free(&prog);
+    if (have_vals) ch_cse_prog_free(&vals);
     if (code.oom || solve.oom) {
         e->failed = 1;
         ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     const ch_redsolve *in;
@@ -12,47 +13,62 @@ typedef struct {
     size_t n, k, m, w;        /* w = m + 1: columns of X */
     unsigned char *xnz;       /* k*w: X entry may be nonzero */
     unsigned char *mbnz;      /* n*m: MB = M B entry may be nonzero */
-    unsigned char *gnz;       /* n: g = b - M w entry may be nonzero */
     unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
-    int use_d, use_gd;        /* which locals the body needs */
+    const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
+    int use_gd;               /* the body needs the LU arrays */
 } gen;
 
-/* Offsets of kn_dyn's outputs in o. */
+/* Offsets of the values (M, G, b, r) in in->val. */
 static size_t oM(const gen *g, size_t i, size_t j) { return i * g->n + j; }
 static size_t oG(const gen *g, size_t a, size_t j) { return g->n * g->n + a * g->n + j; }
 static size_t ob(const gen *g, size_t i) { return g->n * g->n + g->k * g->n + i; }
 static size_t orr(const gen *g, size_t a) { return g->n * g->n + g->k * g->n + g->n + a; }
 static int nz(const gen *g, size_t off) { return g->in->nz[off] != 0; }
+static const char *val(const gen *g, size_t off) { return g->in->val[off]; }
+
+/* Names of the intermediate scalars. */
+typedef char name[48];
+static const char *xname(const gen *g, name out, size_t i)
+{
+    snprintf(out, sizeof(name), g->xfmt, i);
+    return out;
+}
+static const char *nm(name out, const char *stem, size_t i)
+{
+    snprintf(out, sizeof(name), "%s%zu", stem, i);
+    return out;
+}
 
 /* One statement "lhs = first - a1*b1 - a2*b2 ...;" with its operations
- * counted; "0.0" when there is no term. */
+ * counted; "0.0" when there is no term. The left side is a declaration
+ * ("const double X3") or an lvalue ("vt[0]"). */
 typedef struct {
     gen *g;
     int nterms;
 } sum;
 
-static void sum_start(sum *s, gen *g, const char *fmt, size_t i1, size_t i2)
+static void sum_start(sum *s, gen *g, const char *lhs)
 {
     s->g = g;
     s->nterms = 0;
     ch_buf_put(g->b, "    ");
-    ch_buf_printf(g->b, fmt, i1, i2);
+    ch_buf_put(g->b, lhs);
     ch_buf_put(g->b, " = ");
 }
 
-static void sum_first(sum *s, const char *fmt, size_t i1)
+static void sum_first(sum *s, const char *a)
 {
-    ch_buf_printf(s->g->b, fmt, i1);
+    ch_buf_put(s->g->b, a);
     s->nterms++;
 }
 
-/* - A * B where A and B are "o[..]"-like texts built from formats. */
-static void sum_sub(sum *s, const char *fa, size_t ia, const char *fb, size_t ib)
+/* - a * b */
+static void sum_sub(sum *s, const char *a, const char *b)
 {
     ch_buf_put(s->g->b, s->nterms ? " - " : "-");
-    ch_buf_printf(s->g->b, fa, ia);
+    ch_buf_put(s->g->b, a);
     ch_buf_put(s->g->b, " * ");
-    ch_buf_printf(s->g->b, fb, ib);
+    ch_buf_put(s->g->b, b);
     s->g->ops->mul += 1;
     s->g->ops->add += 1; /* a subtraction, or the leading negation */
     s->nterms++;
@@ -88,16 +104,45 @@ static int tri_order(const gen *g, int *prow, int *pcol)
     return ok;
 }
 
-/* X = G_d^-1 [G_i | r] by substitution in the triangular order. */
+/* X = G_d^-1 [G_i | r] by substitution in the triangular order. The
+ * pivots are values of the dynamics, so all of them are tested and
+ * inverted first: the divisions are independent of each other and of the
+ * substitution chain, and overlap. */
 static void solve_triangular(gen *g, const int *prow, const int *pcol)
 {
     const ch_redsolve *in = g->in;
-    g->use_d = 1;
+    name t1, t2, t3;
+    g->xfmt = "X%zu";
+    /* equal pivots (the same text) are tested and inverted once: first[j]
+     * is the first j' with pivot j's text */
+    size_t *first = calloc(g->k + 1, sizeof *first);
+    if (!first) {
+        g->b->oom = 1;
+        return;
+    }
+    for (size_t j = 0; j < g->k; j++) {
+        const char *pj = val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]));
+        first[j] = j;
+        for (size_t l = 0; l < j && first[j] == j; l++)
+            if (strcmp(pj, val(g, oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]]))) == 0)
+                first[j] = l;
+    }
+    ch_buf_put(g->b, "    if (");
+    for (size_t j = 0, nt = 0; j < g->k; j++)
+        if (first[j] == j) {
+            ch_buf_printf(g->b, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "",
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+            nt++;
+        }
+    ch_buf_put(g->b, ")\n        return 1;\n");
+    for (size_t j = 0; j < g->k; j++)
+        if (first[j] == j) {
+            ch_buf_printf(g->b, "    const double dg%zu = 1.0 / %s;\n", j,
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+            g->ops->div += 1;
+        }
     for (size_t j = 0; j < g->k; j++) {
         size_t a = (size_t)prow[j], c = (size_t)pcol[j];
-        size_t piv = oG(g, a, (size_t)in->dep[c]);
-        ch_buf_printf(g->b, "    if (o[%zu] == 0.0) return 1;\n    d = 1.0 / o[%zu];\n", piv, piv);
-        g->ops->div += 1;
         for (size_t col = 0; col < g->w; col++) {
             size_t rhs = col < g->m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a);
             int any = nz(g, rhs);
@@ -106,18 +151,20 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
             if (!any) continue;
             g->xnz[c * g->w + col] = 1;
             sum s;
-            sum_start(&s, g, "X[%zu]", c * g->w + col, 0);
+            snprintf(t1, sizeof t1, "const double X%zu", c * g->w + col);
+            sum_start(&s, g, t1);
             ch_buf_put(g->b, "(");
-            if (nz(g, rhs)) sum_first(&s, "o[%zu]", rhs);
+            if (nz(g, rhs)) sum_first(&s, val(g, rhs));
             for (size_t l = 0; l < j; l++) {
                 size_t cl = (size_t)pcol[l], off = oG(g, a, (size_t)in->dep[cl]);
                 if (nz(g, off) && g->xnz[cl * g->w + col])
-                    sum_sub(&s, "o[%zu]", off, "X[%zu]", cl * g->w + col);
+                    sum_sub(&s, val(g, off), xname(g, t2, cl * g->w + col));
             }
-            ch_buf_put(g->b, ") * d;\n");
+            ch_buf_printf(g->b, ") * %s;\n", nm(t3, "dg", first[j]));
             g->ops->mul += 1;
         }
     }
+    free(first);
 }
 
 /* The operations of la_solve's LU path on n x n with nrhs right sides. */
@@ -154,72 +201,105 @@ static void solve_dense(gen *g)
     const ch_redsolve *in = g->in;
     size_t k = g->k;
     g->use_gd = 1;
+    g->xfmt = "Xa[%zu]";
     for (size_t a = 0; a < k; a++) {
         for (size_t nu = 0; nu < k; nu++)
-            ch_buf_printf(g->b, "    Gd[%zu] = o[%zu];\n", a * k + nu, oG(g, a, (size_t)in->dep[nu]));
+            ch_buf_printf(g->b, "    Gd[%zu] = %s;\n", a * k + nu, val(g, oG(g, a, (size_t)in->dep[nu])));
         for (size_t s = 0; s < g->m; s++)
-            ch_buf_printf(g->b, "    X[%zu] = o[%zu];\n", a * g->w + s, oG(g, a, (size_t)in->indep[s]));
-        ch_buf_printf(g->b, "    X[%zu] = o[%zu];\n", a * g->w + g->m, orr(g, a));
+            ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + s, val(g, oG(g, a, (size_t)in->indep[s])));
+        ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + g->m, val(g, orr(g, a)));
     }
-    ch_buf_printf(g->b, "    if (la_solve(%zu, %zu, Gd, X, 0, w, piv)) return 1;\n", k, g->w);
+    ch_buf_printf(g->b, "    if (la_solve(%zu, %zu, Gd, Xa, 0, ws, piv)) return 1;\n", k, g->w);
     for (size_t i = 0; i < k * g->w; i++) g->xnz[i] = 1;
     lu_ops(k, g->w, g->ops);
 }
 
-/* MB = M B (n x m) and g = b - M w (n): B's dependent rows are -X_i and
- * w's are X_r, so both are "M column minus M_dep times X column". */
+/* MB = M B (n x m): B's dependent rows are -X_i, so "M column minus M_dep
+ * times X column". */
 static void products(gen *g)
 {
     const ch_redsolve *in = g->in;
+    name t1, t2;
     for (size_t i = 0; i < g->n; i++)
-        for (size_t col = 0; col < g->w; col++) {
-            size_t first = col < g->m ? oM(g, i, (size_t)in->indep[col]) : ob(g, i);
+        for (size_t col = 0; col < g->m; col++) {
+            size_t first = oM(g, i, (size_t)in->indep[col]);
             int any = nz(g, first);
             for (size_t nu = 0; nu < g->k && !any; nu++)
                 any = nz(g, oM(g, i, (size_t)in->dep[nu])) && g->xnz[nu * g->w + col];
             if (!any) continue;
-            if (col < g->m) g->mbnz[i * g->m + col] = 1;
-            else g->gnz[i] = 1;
+            g->mbnz[i * g->m + col] = 1;
             sum s;
-            if (col < g->m) sum_start(&s, g, "MB[%zu]", i * g->m + col, 0);
-            else sum_start(&s, g, "g[%zu]", i, 0);
-            if (nz(g, first)) sum_first(&s, "o[%zu]", first);
+            snprintf(t1, sizeof t1, "const double MB%zu", i * g->m + col);
+            sum_start(&s, g, t1);
+            if (nz(g, first)) sum_first(&s, val(g, first));
             for (size_t nu = 0; nu < g->k; nu++) {
                 size_t off = oM(g, i, (size_t)in->dep[nu]);
                 if (nz(g, off) && g->xnz[nu * g->w + col])
-                    sum_sub(&s, "o[%zu]", off, "X[%zu]", nu * g->w + col);
+                    sum_sub(&s, val(g, off), xname(g, t2, nu * g->w + col));
             }
             sum_end(&s);
         }
 }
 
-/* A = B^T MB (lower triangle, mirrored) and f = B^T g. */
+/* A = B^T MB (lower triangle, scalars A<r*m+c>) and f = B^T (b - M w)
+ * (into vt). M is symmetric, so B^T M w = MB^T w: with w = [0; X_r],
+ * f_r = b_r - sum X_nu,r b_nu - sum MB_nu,r X_nu,m over the dependent nu,
+ * without forming b - M w (n*k products fewer than B^T of it). */
 static void reduce(gen *g)
 {
     const ch_redsolve *in = g->in;
     size_t m = g->m;
+    name t1, t2, t3;
     for (size_t r = 0; r < m; r++)
         for (size_t col = 0; col <= m; col++) {
             if (col < m && col > r) continue;
             size_t ir = (size_t)in->indep[r];
             sum s;
-            if (col < m) sum_start(&s, g, "A[%zu]", r * m + col, 0);
-            else sum_start(&s, g, "f[%zu]", r, 0);
-            if (col < m && g->mbnz[ir * m + col]) sum_first(&s, "MB[%zu]", ir * m + col);
-            if (col == m && g->gnz[ir]) sum_first(&s, "g[%zu]", ir);
+            if (col < m) snprintf(t1, sizeof t1, "const double A%zu", r * m + col);
+            else snprintf(t1, sizeof t1, "vt[%zu]", r);
+            sum_start(&s, g, t1);
+            if (col < m && g->mbnz[ir * m + col]) sum_first(&s, nm(t2, "MB", ir * m + col));
+            if (col == m && nz(g, ob(g, ir))) sum_first(&s, val(g, ob(g, ir)));
             for (size_t nu = 0; nu < g->k; nu++) {
                 size_t id = (size_t)in->dep[nu];
                 if (!g->xnz[nu * g->w + r]) continue;
+                xname(g, t3, nu * g->w + r);
                 if (col < m && g->mbnz[id * m + col])
-                    sum_sub(&s, "X[%zu]", nu * g->w + r, "MB[%zu]", id * m + col);
-                if (col == m && g->gnz[id])
-                    sum_sub(&s, "X[%zu]", nu * g->w + r, "g[%zu]", id);
+                    sum_sub(&s, t3, nm(t2, "MB", id * m + col));
+                if (col == m && nz(g, ob(g, id))) sum_sub(&s, t3, val(g, ob(g, id)));
+            }
+            for (size_t nu = 0; col == m && nu < g->k; nu++) {
+                size_t id = (size_t)in->dep[nu];
+                if (g->mbnz[id * m + r] && g->xnz[nu * g->w + m])
+                    sum_sub(&s, nm(t2, "MB", id * m + r), xname(g, t3, nu * g->w + m));
             }
             if (col < m) g->anz[r * m + col] = g->anz[col * m + r] = s.nterms > 0;
             sum_end(&s);
-            if (col < m && col != r)
-                ch_buf_printf(g->b, "    A[%zu] = A[%zu];\n", col * m + r, r * m + col);
         }
+}
+
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
+{
+    /* the fallback: la_solve on the full matrix rebuilt from the scalars */
+    ch_buf fb;
+    ch_buf_init(&fb);
+    ch_buf_printf(&fb, "{\n            double A[%zu] = {", m > 0 ? m * m : 1);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++)
+            ch_buf_printf(&fb, "%sA%zu",
+                          i + j == 0 ? "" : (i * m + j) % 8 ? ", " : ",\n                ",
+                          j <= i ? i * m + j : j * m + i);
+    if (m == 0) ch_buf_put(&fb, "0.0");
+    ch_buf_printf(&fb, "};\n            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
+    if (fb.oom) b->oom = 1;
+    if (m <= CH_SPD_UNROLL_MAX && !fb.oom) {
+        ch_emit_spd_solve(b, m, "A%zu", "vt[%zu]", anz, fb.s, ops);
+        ch_buf_put(b, "    return 0;\n");
+    } else if (!fb.oom) {
+        ch_buf_printf(b, "    %s\n", fb.s);
+        ch_la_solve_ops(m, 1, ops);
+    }
+    ch_buf_free(&fb);
 }
 
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
@@ -234,38 +314,27 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
     g.b = &body;
     g.xnz = calloc(g.k * g.w + 1, 1);
     g.mbnz = calloc(g.n * g.m + 1, 1);
-    g.gnz = calloc(g.n + 1, 1);
     g.anz = calloc(g.m * g.m + 1, 1);
     int *prow = calloc(g.k + 1, sizeof *prow), *pcol = calloc(g.k + 1, sizeof *pcol);
     int rc = -1;
-    if (g.xnz && g.mbnz && g.gnz && g.anz && prow && pcol) {
+    if (g.xnz && g.mbnz && g.anz && prow && pcol) {
         *triangular = tri_order(&g, prow, pcol);
         if (*triangular) solve_triangular(&g, prow, pcol);
         else solve_dense(&g);
         products(&g);
         reduce(&g);
-        char fallback[96];
-        snprintf(fallback, sizeof fallback, "return la_solve(%zu, 1, A, f, 1, w, piv);", g.m);
-        if (g.m <= CH_SPD_UNROLL_MAX) {
-            ch_emit_spd_solve(&body, g.m, "A[%zu]", "f[%zu]", g.anz, fallback, ops);
-            ch_buf_put(&body, "    return 0;\n");
-        } else {
-            ch_buf_printf(&body, "    %s\n", fallback);
-            ch_la_solve_ops(g.m, 1, ops);
-        }
-        size_t nd = g.n * g.n + g.k * g.n + g.n + g.k, nw = g.k > g.m ? g.k : g.m;
-        /* v is not const: in->dyn may be kn_rdyn, which also writes the
+        ch_emit_small_solve(&body, g.m, g.anz, ops);
+        size_t nw = g.k > g.m ? g.k : g.m;
+        /* v is not const: the values' program may also write the
          * dependent velocities */
-        ch_buf_put(code, "/* Independent accelerations from M, G, b, r of kn_dyn: 0, or 1\n"
-                         " * where G_d or B^T M B is singular. */\n"
+        ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, or\n"
+                         " * 1 where G_d or B^T M B is singular. */\n"
                          "static int kn_acc(double t, const double *x, const double *p, "
                          "double *v,\n                  double *vt)\n{\n");
-        ch_buf_printf(code, "    double o[%zu], X[%zu], MB[%zu], g[%zu], A[%zu], w[%zu];\n",
-                      nd, g.k * g.w, g.n * g.m, g.n, g.m * g.m, nw * nw + 1);
-        if (g.use_d) ch_buf_put(code, "    double d;\n");
-        if (g.use_gd) ch_buf_printf(code, "    double Gd[%zu];\n", g.k * g.k);
-        ch_buf_printf(code, "    double *f = vt;\n    int piv[%zu];\n"
-                            "    %s(t, x, p, v, o);\n", nw + 1, in->dyn);
+        ch_buf_printf(code, "    double ws[%zu];\n    int piv[%zu];\n", nw * nw + 1, nw + 1);
+        if (g.use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g.k * g.k, g.k * g.w);
+        ch_buf_put(code, "    (void)t; (void)x; (void)p; (void)v;\n");
+        ch_buf_put(code, in->body ? in->body : "");
         ch_buf_put(code, body.s ? body.s : "");
         ch_buf_put(code, "}\n\n");
         rc = body.oom || code->oom ? -1 : 0;
@@ -273,7 +342,6 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
     ch_buf_free(&body);
     free(g.xnz);
     free(g.mbnz);
-    free(g.gnz);
     free(g.anz);
     free(prow);
     free(pcol);
@@ -372,4 +440,284 @@ void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt
             }
     ch_buf_put(b, "    }\n");
     free(lnz);
+}
+
+/* ---- common factors out of sums ------------------------------------------ */
+
+/* One factor of a term: base^(exp - used), used counting the powers
+ * already taken out. */
+typedef struct {
+    const ch_expr *base;
+    const fmpq *exp;
+    slong used;
+} fct;
+
+typedef struct {
+    const fmpq *c; /* the term's coefficient */
+    fct *f;
+    size_t nf;
+} term;
+
+typedef struct {
+    ch_ctx *ctx;
+    ch_map memo; /* node id -> factored node */
+    int failed;
+} fz;
+
+static const ch_expr *fz_expr(fz *z, const ch_expr *e);
+
+/* Whether f still has a positive integer power to take out. */
+static int fct_avail(const fct *f)
+{
+    return fmpz_is_one(fmpq_denref(f->exp)) && fmpz_cmp_si(fmpq_numref(f->exp), f->used) > 0;
+}
+
+static const ch_expr *fz_term(fz *z, const term *t)
+{
+    const ch_expr **fs = calloc(t->nf + 1, sizeof *fs);
+    if (!fs) {
+        z->failed = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    fmpq_t x;
+    fmpq_init(x);
+    for (size_t i = 0; i < t->nf && !z->failed; i++) {
+        fmpq_set(x, t->f[i].exp);
+        fmpq_sub_si(x, x, t->f[i].used);
+        if (fmpq_is_zero(x)) continue;
+        const ch_expr *b = fz_expr(z, t->f[i].base);
+        fs[n] = b ? ch_pow_q(z->ctx, b, x) : NULL;
+        if (!fs[n]) z->failed = 1;
+        n++;
+    }
+    fmpq_clear(x);
+    const ch_expr *r = NULL;
+    if (!z->failed) {
+        r = n ? ch_mul_n(z->ctx, n, fs) : ch_one(z->ctx);
+        if (r) r = ch_scale(z->ctx, t->c, r);
+        if (!r) z->failed = 1;
+    }
+    free(fs);
+    return r;
+}
+
+/* The sum of the terms, greedily as f * (sum of the terms with f, f taken
+ * out) + (the others) with f the factor most terms share (multivariate
+ * Horner): each level saves a product per term but one. */
+static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
+{
+    if (z->failed) return NULL;
+    if (nt == 0) return ch_zero(z->ctx);
+    if (nt == 1) return fz_term(z, &t[0]);
+    /* the base that most terms still have a power of (lowest id on ties) */
+    const ch_expr *best = NULL;
+    size_t bestc = 1;
+    ch_map count;
+    ch_map_init(&count);
+    for (size_t i = 0; i < nt && !z->failed; i++)
+        for (size_t j = 0; j < t[i].nf; j++) {
+            if (!fct_avail(&t[i].f[j])) continue;
+            uint64_t key = t[i].f[j].base->id;
+            size_t c = (size_t)(uintptr_t)ch_map_get(&count, key) + 1;
+            if (ch_map_put(&count, key, (void *)(uintptr_t)c)) z->failed = 1;
+            if (c > bestc || (c == bestc && best && t[i].f[j].base->id < best->id))
+                best = t[i].f[j].base, bestc = c;
+        }
+    ch_map_free(&count);
+    if (z->failed) return NULL;
+    if (!best) {
+        const ch_expr **ts = calloc(nt, sizeof *ts);
+        if (!ts) {
+            z->failed = 1;
+            return NULL;
+        }
+        for (size_t i = 0; i < nt && !z->failed; i++)
+            if (!(ts[i] = fz_term(z, &t[i]))) z->failed = 1;
+        const ch_expr *r = z->failed ? NULL : ch_add_n(z->ctx, nt, ts);
+        if (!r) z->failed = 1;
+        free(ts);
+        return r;
+    }
+    /* partition in place: terms with best first, one power of it taken */
+    size_t n1 = 0;
+    for (size_t i = 0; i < nt; i++) {
+        int has = 0;
+        for (size_t j = 0; j < t[i].nf && !has; j++)
+            if (t[i].f[j].base == best && fct_avail(&t[i].f[j])) t[i].f[j].used++, has = 1;
+        if (has) {
+            term tmp = t[i];
+            t[i] = t[n1];
+            t[n1++] = tmp;
+        }
+    }
+    const ch_expr *fb = fz_expr(z, best);
+    const ch_expr *s1 = fz_sum(z, t, n1);
+    const ch_expr *s2 = fz_sum(z, t + n1, nt - n1);
+    if (z->failed || !fb || !s1 || !s2) {
+        z->failed = 1;
+        return NULL;
+    }
+    const ch_expr *r = ch_add(z->ctx, ch_mul(z->ctx, fb, s1), s2);
+    if (!r) z->failed = 1;
+    return r;
+}
+
+/* The index of t's factor f(a)^2 (f = CH_F_SIN or CH_F_COS) with the
+ * given argument (any when a is NULL), or t->nf. */
+static size_t square_of(const term *t, int f, const ch_expr *a)
+{
+    for (size_t i = 0; i < t->nf; i++) {
+        const ch_expr *b = t->f[i].base;
+        if (b->kind == CH_FUN && b->fun == f && b->n == 1 && (!a || b->arg[0] == a) &&
+            t->f[i].used == 0 && fmpz_is_one(fmpq_denref(t->f[i].exp)) &&
+            fmpz_cmp_si(fmpq_numref(t->f[i].exp), 2) == 0)
+            return i;
+    }
+    return t->nf;
+}
+
+/* Whether t and u have the same coefficient and the same factors besides
+ * t's factor i and u's factor j (factor lists in the DAG's canonical
+ * order). */
+static int same_rest(const term *t, size_t i, const term *u, size_t j)
+{
+    if (t->nf != u->nf || !fmpq_equal(t->c, u->c)) return 0;
+    for (size_t a = 0, b = 0; a < t->nf; a++, b++) {
+        if (a == i) a++;
+        if (b == j) b++;
+        if (a >= t->nf || b >= u->nf) return a >= t->nf && b >= u->nf;
+        if (t->f[a].base != u->f[b].base || t->f[a].used != u->f[b].used ||
+            !fmpq_equal(t->f[a].exp, u->f[b].exp))
+            return 0;
+    }
+    return 1;
+}
+
+/* c cos(a)^2 R + c sin(a)^2 R = c R: pairs of terms merged, the cos^2
+ * factor dropped from the first, the second removed. The new count. */
+static size_t pythagoras(term *t, size_t nt)
+{
+    for (size_t i = 0; i < nt; i++) {
+        size_t fi = square_of(&t[i], CH_F_COS, NULL);
+        if (fi == t[i].nf) continue;
+        const ch_expr *a = t[i].f[fi].base->arg[0];
+        for (size_t j = 0; j < nt; j++) {
+            if (j == i) continue;
+            size_t fj = square_of(&t[j], CH_F_SIN, a);
+            if (fj == t[j].nf || !same_rest(&t[i], fi, &t[j], fj)) continue;
+            t[i].f[fi].used = 2; /* cos(a)^0 */
+            t[j] = t[--nt];
+            if (i == nt) i = j; /* t[i] moved to j */
+            i--;                /* look at t[i] again: another cos^2 */
+            break;
+        }
+    }
+    return nt;
+}
+
+static const ch_expr *fz_add(fz *z, const ch_expr *e)
+{
+    size_t nt = e->n, nf = 0;
+    for (size_t i = 0; i < nt; i++) nf += e->pair[i].e->kind == CH_MUL ? e->pair[i].e->n : 1;
+    term *t = calloc(nt + 1, sizeof *t);
+    fct *f = calloc(nf + 1, sizeof *f);
+    fmpq *one = calloc(1, sizeof *one);
+    const ch_expr *r = NULL;
+    if (t && f && one) {
+        fmpq_init(one);
+        fmpq_one(one);
+        size_t at = 0;
+        for (size_t i = 0; i < nt; i++) {
+            const ch_expr *x = e->pair[i].e;
+            t[i].c = e->pair[i].c;
+            t[i].f = f + at;
+            if (x->kind == CH_MUL && fmpq_is_one(x->num)) {
+                for (size_t j = 0; j < x->n; j++)
+                    f[at++] = (fct){x->pair[j].e, x->pair[j].c, 0};
+            } else {
+                f[at++] = (fct){x, one, 0};
+            }
+            t[i].nf = (size_t)(f + at - t[i].f);
+        }
+        nt = pythagoras(t, nt);
+        r = fz_sum(z, t, nt);
+        if (r && !fmpq_is_zero(e->num)) {
+            const ch_expr *c = ch_num_q(z->ctx, e->num);
+            r = c ? ch_add(z->ctx, r, c) : NULL;
+        }
+        fmpq_clear(one);
+    }
+    if (!r) z->failed = 1;
+    free(t);
+    free(f);
+    free(one);
+    return r;
+}
+
+static const ch_expr *fz_expr(fz *z, const ch_expr *e)
+{
+    if (z->failed || !e) return NULL;
+    if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
+    const ch_expr *r = ch_map_get(&z->memo, e->id);
+    if (r) return r;
+    switch (e->kind) {
+    case CH_ADD:
+        r = fz_add(z, e);
+        break;
+    case CH_MUL: {
+        const ch_expr **fs = calloc(e->n + 1, sizeof *fs);
+        if (!fs) break;
+        size_t i;
+        for (i = 0; i < e->n; i++) {
+            const ch_expr *b = fz_expr(z, e->pair[i].e);
+            if (!b || !(fs[i] = ch_pow_q(z->ctx, b, e->pair[i].c))) break;
+        }
+        if (i == e->n) r = ch_mul_n(z->ctx, e->n, fs);
+        if (r) r = ch_scale(z->ctx, e->num, r);
+        free(fs);
+        break;
+    }
+    case CH_POW: {
+        const ch_expr *b = fz_expr(z, e->arg[0]), *x = fz_expr(z, e->arg[1]);
+        r = b && x ? ch_pow(z->ctx, b, x) : NULL;
+        break;
+    }
+    case CH_FUN: {
+        if (e->n == 1) {
+            const ch_expr *a = fz_expr(z, e->arg[0]);
+            r = a ? ch_fun1(z->ctx, (ch_fun)e->fun, a) : NULL;
+        } else if (e->n == 2 && e->fun == CH_F_ATAN2) {
+            const ch_expr *a = fz_expr(z, e->arg[0]), *b = fz_expr(z, e->arg[1]);
+            r = a && b ? ch_atan2(z->ctx, a, b) : NULL;
+        } else {
+            r = e;
+        }
+        break;
+    }
+    default:
+        r = e;
+    }
+    if (!r || ch_map_put(&z->memo, e->id, (void *)r)) {
+        z->failed = 1;
+        return NULL;
+    }
+    return r;
+}
+
+const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in)
+{
+    fz z = {ctx, {0}, 0};
+    ch_map_init(&z.memo);
+    const ch_expr **out = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out);
+    if (!out) z.failed = 1;
+    for (size_t i = 0; i < n && !z.failed; i++)
+        if (!(out[i] = fz_expr(&z, in[i]))) z.failed = 1;
+    ch_map_free(&z.memo);
+    if (z.failed) {
+        /* a node limit: the caller keeps the outputs as they are */
+        ch_ctx_clear_error(ctx);
+        return NULL;
+    }
+    return out;
 }

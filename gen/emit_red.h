@@ -7,38 +7,57 @@
  * qtt = B v_t + w with B = [I; -X_i] and w = [0; X_r], and the reduced
  * equations are (B^T M B) v_t = B^T (b - M w) with b = Q - h (Chetaev:
  * the reactions lie in the range of G^T and G B = 0). The generated
- * function evaluates in->dyn (M, G, b, r as the full form emits them) and
- * does the rest as straight-line code that skips the entries known to be
- * zero symbolically. When G_d is triangular up to a permutation of rows
- * and columns (found by repeatedly taking a row with one unsolved
- * unknown, e.g. the n-trailer) X comes from substitution; otherwise from
- * la_solve (LU). B^T M B is m x m, solved by ch_emit_spd_solve's
- * unrolled L D L^T (la_solve for m > CH_SPD_UNROLL_MAX or when the matrix
- * is not numerically positive definite). */
+ * function evaluates M, G, b, r (the full form's values) with the
+ * caller's straight-line program in its own body, so the compiler sees one
+ * function and the values stay in registers or on the stack, and does the
+ * rest as straight-line code on named scalars that skips the entries
+ * known to be zero symbolically. When G_d is triangular up to a
+ * permutation of rows and columns (found by repeatedly taking a row with
+ * one unsolved unknown, e.g. the n-trailer) X comes from substitution,
+ * its pivots inverted up front; otherwise from la_solve (LU). B^T M B is
+ * m x m, solved by ch_emit_small_solve. */
 #ifndef CH_EMIT_RED_H
 #define CH_EMIT_RED_H
 
 #include "buf.h"
 #include "cse.h"
+#include "expr.h"
 
 typedef struct {
     size_t n, k, m;
     const int *dep;            /* k dependent coordinates (indices into n) */
     const int *indep;          /* m independent coordinates */
-    /* Nonzero pattern of kn_dyn's outputs, n*n + k*n + n + k flags in its
-     * order: M, G, b, r. */
+    /* Nonzero pattern of the values, n*n + k*n + n + k flags in the order
+     * M, G, b, r. */
     const unsigned char *nz;
-    /* The kernel that fills M, G, b, r: "kn_dyn", or "kn_rdyn" (emit_c's
-     * fused kernel, which also writes the dependent velocities into v). */
-    const char *dyn;
+    /* The C text of each value (an atomic expression: a temporary of
+     * body, a symbol, a number), in the same order. */
+    const char *const *val;
+    /* The statements that compute the values (ch_cse_prog's body; may
+     * also write the dependent velocities into v), or NULL. */
+    const char *body;
 } ch_redsolve;
 
 /* Appends `static int kn_acc(t, x, p, v, vt)` (0, or 1 where singular) to
- * code and adds the operations it performs besides kn_dyn to ops.
- * *triangular says which solve was used for G_d. Returns 0, or -1 when
- * out of memory. */
+ * code and adds the operations it performs besides in->body to ops.
+ * *triangular says which solve was used for G_d. kn_acc declares ws and
+ * piv (la_solve's work space) and Gd, Xa for the LU path; the names
+ * amax and dg, X, MB, A, d, id, l, u followed by digits are its own, so
+ * the body's temporaries must use another stem. Returns 0, or -1 when out of
+ * memory. */
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
+
+/* Appends the solve of the symmetric m x m system A x = f whose lower
+ * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)
+ * and whose right side is in vt[0..m), in place, followed by the return
+ * statement: ch_emit_spd_solve's unrolled L D L^T for m <=
+ * CH_SPD_UNROLL_MAX, and la_solve on an array rebuilt from the scalars
+ * (work space ws and piv of at least m*m + 1 and m + 1 entries, declared
+ * by the caller) for larger m or where a pivot shows A is not numerically
+ * positive definite. anz: A's nonzero pattern. The operations are added
+ * to ops. */
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops);
 
 /* The operations of la_solve on an n x n symmetric positive definite
  * system with nrhs right sides (Cholesky path), added to ops. */
@@ -55,5 +74,12 @@ void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops);
  * The operations performed are added to ops. */
 void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt,
                        const unsigned char *anz, const char *fallback, ch_opcount *ops);
+
+/* The n expressions with common factors taken out of their sums
+ * (greedy multivariate Horner: sum of a*x*b_i + c_j -> a*(x*(sum b_i)) +
+ * sum c_j, recursively), the same values in fewer products. A new array in
+ * the context, or NULL (a node limit, out of memory: the context's error
+ * is cleared and the caller keeps in). */
+const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in);
 
 #endif
