@@ -19,14 +19,55 @@ typedef struct {
     const ch_map *dir;
     ch_mask mask;
     ch_map *memo;
+    int shallow; /* levels below the root that bypass the memo */
 } dmode;
 
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
+
+/* e without its factor i (coefficient kept), memoized in the derivative
+ * memo under a key no derivative uses (top bit set): a term c * b of a
+ * long sum is differentiated by every variable b depends on, and the
+ * cofactor c is the same each time. NULL on failure. */
+static const ch_expr *cofactor(ch_ctx *ctx, const ch_expr *e, uint32_t i,
+                               ch_map *memo)
+{
+    uint64_t key = 1ULL << 63 | (uint64_t)i << 32 | e->id;
+    const ch_expr *r = ch_map_get(memo, key);
+    if (r) return r;
+    const ch_expr **f = malloc((e->n + 1) * sizeof *f);
+    if (!f) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    f[n++] = ch_num_q(ctx, e->num);
+    for (uint32_t j = 0; j < e->n; j++)
+        if (j != i) f[n++] = ch_pow_q(ctx, e->pair[j].e, e->pair[j].c);
+    r = ch_mul_n(ctx, n, f);
+    free(f);
+    if (r && ch_map_put(memo, key, (void *)r)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return r;
+}
 
 /* d/dx of b^c (rational c) inside a product: whole * c * b' / b. */
 static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
                                    const dmode *x)
 {
+    /* one factor b (exponent 1) depends on x: d e = cofactor * b' */
+    uint32_t dep = e->n, ndep = 0;
+    for (uint32_t i = 0; i < e->n && ndep < 2; i++)
+        if (ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) {
+            dep = i;
+            ndep++;
+        }
+    if (ndep == 1 && fmpq_is_one(e->pair[dep].c)) {
+        const ch_expr *db = deriv(ctx, e->pair[dep].e, x);
+        if (!db || ch_is_zero(db)) return db;
+        return ch_mul(ctx, cofactor(ctx, e, dep, x->memo), db);
+    }
     const ch_expr **terms = malloc(e->n * sizeof *terms);
     if (!terms) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
@@ -34,6 +75,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     }
     size_t n = 0;
     for (uint32_t i = 0; i < e->n; i++) {
+        if (!ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) continue;
         const ch_expr *db = deriv(ctx, e->pair[i].e, x);
         if (!db) {
             free(terms);
@@ -59,11 +101,18 @@ static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
     }
+    /* only the terms that can depend on the variable: a long sum (a chain's
+     * velocity, flattened) has one or two, and its zeros would otherwise
+     * all pass through the linear combination */
+    size_t nt = 0;
     for (uint32_t i = 0; i < e->n; i++) {
-        terms[i] = deriv(ctx, e->pair[i].e, x);
-        c[i] = *e->pair[i].c; /* shallow: a read-only view of the coefficient */
+        if (!ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) continue;
+        const ch_expr *d = deriv(ctx, e->pair[i].e, x);
+        if (d && ch_is_zero(d)) continue;
+        terms[nt] = d;
+        c[nt++] = *e->pair[i].c; /* shallow: a read-only view of the coefficient */
     }
-    const ch_expr *r = ch_lincomb(ctx, NULL, e->n, c, terms);
+    const ch_expr *r = ch_lincomb(ctx, NULL, nt, c, terms);
     free(terms);
     free(c);
     return r;
@@ -144,21 +193,31 @@ static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
     return ch_zero(ctx);
 }
 
+static const ch_expr *rules(ch_ctx *ctx, const ch_expr *e, const dmode *x)
+{
+    switch (e->kind) {
+    case CH_ADD: return sum_rule(ctx, e, x);
+    case CH_MUL: return product_rule(ctx, e, x);
+    case CH_POW: return pow_rule(ctx, e, x);
+    case CH_FUN: return fun_rule(ctx, e, x);
+    default: return ch_zero(ctx);
+    }
+}
+
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (!e) return NULL;
     if (!ch_mask_meets(&e->symmask, &x->mask)) return ch_zero(ctx);
     if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
+    if (x->shallow) {
+        dmode y = *x;
+        y.shallow--;
+        return rules(ctx, e, &y);
+    }
     uint64_t key = x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
     const ch_expr *r = ch_map_get(x->memo, key);
     if (r) return r;
-    switch (e->kind) {
-    case CH_ADD: r = sum_rule(ctx, e, x); break;
-    case CH_MUL: r = product_rule(ctx, e, x); break;
-    case CH_POW: r = pow_rule(ctx, e, x); break;
-    case CH_FUN: r = fun_rule(ctx, e, x); break;
-    default: r = ch_zero(ctx);
-    }
+    r = rules(ctx, e, x);
     if (r && ch_map_put(x->memo, key, (void *)r)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
@@ -173,14 +232,26 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
         ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
         return NULL;
     }
-    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF)};
+    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 0};
+    ch_mask_add(&d.mask, sym->sym->sid);
+    return deriv(ctx, e, &d);
+}
+
+const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
+{
+    if (!e || !sym) return NULL;
+    if (sym->kind != CH_SYM) {
+        ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
+        return NULL;
+    }
+    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 2};
     ch_mask_add(&d.mask, sym->sym->sid);
     return deriv(ctx, e, &d);
 }
 
 const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e)
 {
-    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T)};
+    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T), 0};
     return deriv(ctx, e, &d);
 }
 
@@ -209,6 +280,6 @@ int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
 const ch_expr *ch_diff_dir_apply(ch_ctx *ctx, ch_diff_dir *v, const ch_expr *e)
 {
     if (!v->memo) return NULL;
-    dmode d = {NULL, v->dir, v->mask, v->memo};
+    dmode d = {NULL, v->dir, v->mask, v->memo, 0};
     return deriv(ctx, e, &d);
 }

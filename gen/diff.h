@@ -10,6 +10,11 @@
 
 /* d e / d sym, sym a symbol node. */
 const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
+/* The same derivative, but the root and its operands are not memoized
+ * (their descendants are): for many derivatives of expressions that are
+ * differentiated once by each symbol (the entries of a Jacobian whose rows
+ * are long sums of private terms), the memo would only grow. */
+const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
 /* Total time derivative d/dt e = de/dt + sum over symbols s of s.dot * de/ds
  * (THEORY §0): a symbol's derivative is its `dot` (0 when unset). A symbol
  * of order 2 with no dot is an error (third derivatives are not needed). */

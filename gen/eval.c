@@ -479,11 +479,18 @@ static int classify(const arb_t v, slong prec)
 ch_zero_result ch_zero_test(ch_ctx *ctx, const ch_expr *e, ch_sampler sampler,
                             void *data, int points)
 {
+    return ch_zero_test_on(ctx, e, e, sampler, data, points);
+}
+
+ch_zero_result ch_zero_test_on(ch_ctx *ctx, const ch_expr *symbolic,
+                               const ch_expr *e, ch_sampler sampler,
+                               void *data, int points)
+{
     ch_zero_result r;
     memset(&r, 0, sizeof r);
     r.verdict = CH_ZERO_UNKNOWN;
-    if (!e) return r;
-    if (ch_simplify_is_zero(ctx, e) == 1) {
+    if (!e || !symbolic) return r;
+    if (ch_simplify_is_zero(ctx, symbolic) == 1) {
         r.verdict = CH_ZERO_YES;
         r.symbolic = 1;
         return r;

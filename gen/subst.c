@@ -185,3 +185,111 @@ const ch_expr *ch_subst(ch_ctx *ctx, const ch_expr *e, size_t n,
     if (ch_subst_many(ctx, 1, &e, &r, n, from, to)) return NULL;
     return r;
 }
+
+/* ======================================================================
+ * memoized symbol search
+ * ====================================================================== */
+
+int ch_sym_finder_init(ch_ctx *ctx, ch_sym_finder *f, size_t n,
+                       const ch_expr *const *syms)
+{
+    memset(f, 0, sizeof *f);
+    if (!(f->memo = ch_ctx_new_map(ctx)) || !(f->set = ch_ctx_new_map(ctx))) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!syms[i] || syms[i]->kind != CH_SYM) continue;
+        ch_mask_add(&f->mask, syms[i]->sym->sid);
+        if (ch_map_put(f->set, (uint64_t)syms[i]->sym->sid + 1, (void *)syms[i])) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ch_sym_finder_init_kind(ch_ctx *ctx, ch_sym_finder *f, ch_sym_kind kind)
+{
+    memset(f, 0, sizeof *f);
+    f->kind = (int)kind;
+    f->mask = ch_mask_full();
+    return (f->memo = ch_ctx_new_map(ctx)) ? 0 : -1;
+}
+
+static int finder_leaf(const ch_sym_finder *f, const ch_expr *e)
+{
+    if (f->set) return ch_map_get(f->set, (uint64_t)e->sym->sid + 1) != NULL;
+    return (int)e->sym->kind == f->kind;
+}
+
+/* Iterative depth-first search (DAGs can be deep): a node is decided when
+ * all its children are, or as soon as one child says yes. */
+int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
+{
+    if (!e || !f->memo) return 0;
+    size_t cap = 64, top = 0;
+    struct frame { const ch_expr *e; uint32_t next; } *st = malloc(cap * sizeof *st);
+    if (!st) goto oom;
+    st[top++] = (struct frame){e, 0};
+    int answer = 0;
+    while (top) {
+        struct frame *fr = &st[top - 1];
+        const ch_expr *x = fr->e;
+        int yes = -1; /* -1: not decided yet */
+        if (!ch_mask_meets(&x->symmask, &f->mask)) yes = 0;
+        else if (x->kind == CH_SYM) yes = finder_leaf(f, x);
+        else if (x->kind == CH_NUM) yes = 0;
+        else {
+            uintptr_t v = (uintptr_t)ch_map_get(f->memo, x->id);
+            if (v) yes = v == 2;
+        }
+        if (yes < 0) {
+            uint32_t nc = (x->kind == CH_ADD || x->kind == CH_MUL || x->kind == CH_FUN
+                           || x->kind == CH_POW) ? x->n : 0;
+            /* children decided so far: a yes ends the node */
+            while (fr->next < nc) {
+                const ch_expr *c = (x->kind == CH_ADD || x->kind == CH_MUL)
+                                       ? x->pair[fr->next].e : x->arg[fr->next];
+                if (!c) {
+                    fr->next++;
+                    continue;
+                }
+                int cy = -1;
+                if (!ch_mask_meets(&c->symmask, &f->mask) || c->kind == CH_NUM) cy = 0;
+                else if (c->kind == CH_SYM) cy = finder_leaf(f, c);
+                else {
+                    uintptr_t v = (uintptr_t)ch_map_get(f->memo, c->id);
+                    if (v) cy = v == 2;
+                }
+                if (cy < 0) break; /* descend */
+                if (cy) {
+                    yes = 1;
+                    break;
+                }
+                fr->next++;
+            }
+            if (yes < 0 && fr->next == nc) yes = 0;
+            if (yes < 0) {
+                const ch_expr *c = (x->kind == CH_ADD || x->kind == CH_MUL)
+                                       ? x->pair[fr->next].e : x->arg[fr->next];
+                if (top == cap) {
+                    cap *= 2;
+                    void *ns = realloc(st, cap * sizeof *st);
+                    if (!ns) goto oom;
+                    st = ns;
+                }
+                st[top++] = (struct frame){c, 0};
+                continue;
+            }
+            if (x->kind != CH_SYM
+                && ch_map_put(f->memo, x->id, (void *)(uintptr_t)(yes ? 2 : 1)))
+                goto oom;
+        }
+        top--;
+        if (!top) answer = yes;
+    }
+    free(st);
+    return answer;
+oom:
+    free(st);
+    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+    return -1;
+}

@@ -35,4 +35,25 @@ int ch_subst_memo_init(ch_ctx *ctx, ch_subst_memo *m, size_t n,
 const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
                                    const ch_expr *e);
 
+/* "Does e contain one of these symbols (or a symbol of this kind)?" for
+ * many overlapping expressions: the answer of every visited node is kept
+ * for the lifetime of the context, so asking about k expressions that
+ * share most of their DAG costs one visit per node in all, where
+ * ch_has_any_sym costs a full walk per call (and its symbol-mask pruning
+ * fails once a model has more symbols than the mask has bits). */
+typedef struct {
+    ch_map *memo; /* node id -> 1 (no) or 2 (yes), context-owned */
+    ch_map *set;  /* sid + 1 -> symbol, context-owned (NULL: by kind) */
+    int kind;     /* with set NULL: the ch_sym_kind looked for */
+    ch_mask mask;
+} ch_sym_finder;
+
+/* 0, or -1 on failure (context error set). */
+int ch_sym_finder_init(ch_ctx *ctx, ch_sym_finder *f, size_t n,
+                       const ch_expr *const *syms);
+int ch_sym_finder_init_kind(ch_ctx *ctx, ch_sym_finder *f, ch_sym_kind kind);
+/* 1 when e contains a wanted symbol, 0 when not (also for e NULL), -1 on
+ * failure (context error set). */
+int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e);
+
 #endif

@@ -3,10 +3,14 @@
  *
  * The verdict comes from the balance -dL/dt + Q.q_t + lambda.(G q_t)
  * evaluated on the constraint manifold with the true multipliers
- * (ch_manifold_sample). Homogeneity is only a sufficient reason: when it
- * applies (all constraints homogeneous, L free of t, Q.q_t == 0) it is
- * reported as the reason, and the manifold test must agree; a
- * disagreement is an internal error, never silently resolved. */
+ * (ch_manifold_sample); the reaction power of a constraint proven
+ * homogeneous vanishes there (G q_t = sigma phi = 0) and is left out of
+ * the evaluation, so that a model whose constraints are all homogeneous
+ * needs no multipliers at its points (no KKT solve). Homogeneity is only
+ * a sufficient reason: when it applies (all constraints homogeneous, L
+ * free of t, Q.q_t == 0) it is reported as the reason, and the manifold
+ * test must agree; a disagreement is an internal error, never silently
+ * resolved. */
 #include "chetaev.h"
 
 #include <math.h>
@@ -118,14 +122,143 @@ static int small_rational(double r, slong *p, slong *q)
     return -1;
 }
 
-/* sigma with q_t.dphi/dq_t == sigma phi proven as an identity, or NULL. */
-static const ch_expr *homogeneity(ch_ctx *ctx, const ch_expr *euler,
-                                  const ch_expr *phi)
+/* Structural homogeneity in the velocities: a node is homogeneous of
+ * degree p/q when every velocity symbol enters through sums of terms of
+ * one degree, products and rational powers (degrees add and scale), and
+ * functions of degree-0 arguments (invariant under v -> s v, s > 0). It
+ * proves the Euler identity q_t.dphi/dq_t = sigma phi without the normal
+ * form of the zero test, whose cost grows with the square of the size of
+ * phi; a node it cannot classify (terms of different degrees that might
+ * cancel) leaves the decision to the zero test. One memo serves every
+ * constraint, so shared subexpressions are classified once. */
+typedef struct {
+    slong p, q; /* degree p/q, q > 0, lowest terms */
+    int ok;     /* 0: not shown homogeneous */
+} vdeg;
+
+typedef struct {
+    ch_map memo; /* node id -> index + 1 into v */
+    vdeg *v;
+    size_t n, cap;
+} vdeg_memo;
+
+#define VDEG_MAX 1000000 /* numerators and denominators stay small */
+
+static slong gcd_sl(slong a, slong b)
+{
+    if (a < 0) a = -a;
+    while (b) {
+        slong t = a % b;
+        a = b;
+        b = t < 0 ? -t : t;
+    }
+    return a ? a : 1;
+}
+
+static vdeg vdeg_make(slong p, slong q)
+{
+    vdeg d = {0, 1, 0};
+    if (q < 0) {
+        p = -p;
+        q = -q;
+    }
+    if (q == 0) return d;
+    slong g = gcd_sl(p, q);
+    p /= g;
+    q /= g;
+    if (p > VDEG_MAX || p < -VDEG_MAX || q > VDEG_MAX) return d;
+    d.p = p;
+    d.q = q;
+    d.ok = 1;
+    return d;
+}
+
+static vdeg vdeg_of(vdeg_memo *m, const ch_expr *e);
+
+static vdeg vdeg_node(vdeg_memo *m, const ch_expr *e)
+{
+    vdeg bad = {0, 1, 0}, zero = {0, 1, 1};
+    switch (e->kind) {
+    case CH_NUM:
+        return zero;
+    case CH_SYM:
+        return e->sym->kind == CH_SYM_VEL ? vdeg_make(1, 1) : zero;
+    case CH_ADD: {
+        int have = !fmpq_is_zero(e->num);
+        vdeg d = zero;
+        for (uint32_t i = 0; i < e->n; i++) {
+            vdeg t = vdeg_of(m, e->pair[i].e);
+            if (!t.ok) return bad;
+            if (have && (t.p != d.p || t.q != d.q)) return bad;
+            d = t;
+            have = 1;
+        }
+        return d;
+    }
+    case CH_MUL: {
+        vdeg d = zero;
+        for (uint32_t i = 0; i < e->n; i++) {
+            vdeg t = vdeg_of(m, e->pair[i].e);
+            const fmpq *c = e->pair[i].c;
+            if (!t.ok || !fmpz_fits_si(fmpq_numref(c)) || !fmpz_fits_si(fmpq_denref(c)))
+                return bad;
+            if (t.p == 0) continue;
+            slong cp = fmpz_get_si(fmpq_numref(c)), cq = fmpz_get_si(fmpq_denref(c));
+            if (cp > VDEG_MAX || cp < -VDEG_MAX || cq > VDEG_MAX) return bad;
+            /* d + t c = (d.p t.q cq + t.p cp d.q) / (d.q t.q cq) */
+            vdeg s = vdeg_make(d.p * t.q * cq + t.p * cp * d.q, d.q * t.q * cq);
+            if (!s.ok) return bad;
+            d = s;
+        }
+        return d;
+    }
+    case CH_POW:
+    case CH_FUN: {
+        /* degree-0 arguments only: the node is then invariant too */
+        for (uint32_t i = 0; i < e->n; i++) {
+            if (!e->arg[i]) return bad;
+            vdeg t = vdeg_of(m, e->arg[i]);
+            if (!t.ok || t.p != 0) return bad;
+        }
+        return zero;
+    }
+    default:
+        return bad;
+    }
+}
+
+static vdeg vdeg_of(vdeg_memo *m, const ch_expr *e)
+{
+    vdeg bad = {0, 1, 0};
+    if (e->kind == CH_NUM || e->kind == CH_SYM) return vdeg_node(m, e);
+    uintptr_t k = (uintptr_t)ch_map_get(&m->memo, e->id);
+    if (k) return m->v[k - 1];
+    vdeg d = vdeg_node(m, e);
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        vdeg *nv = realloc(m->v, cap * sizeof *nv);
+        if (!nv) return d.ok ? d : bad; /* uncached: still correct */
+        m->v = nv;
+        m->cap = cap;
+    }
+    m->v[m->n++] = d;
+    if (ch_map_put(&m->memo, e->id, (void *)(uintptr_t)m->n)) m->n--;
+    return d;
+}
+
+/* sigma with q_t.dphi/dq_t == sigma phi proven as an identity, or NULL.
+ * The numerical ratio proposes sigma; the structural degree, when it
+ * agrees, proves it (Euler's theorem), else the zero test decides. */
+static const ch_expr *homogeneity(ch_ctx *ctx, vdeg_memo *vm,
+                                  const ch_expr *euler, const ch_expr *phi)
 {
     double r;
     slong p, q;
     if (sigma_ratio(ctx, euler, phi, &r) || small_rational(r, &p, &q)) return NULL;
     const ch_expr *sigma = ch_num_frac(ctx, p, q);
+    vdeg d = vdeg_of(vm, phi);
+    vdeg want = vdeg_make(p, q);
+    if (d.ok && want.ok && d.p == want.p && d.q == want.q) return sigma;
     const ch_expr *e = ch_sub(ctx, euler, ch_mul(ctx, sigma, phi));
     if (!e) return NULL;
     ch_zero_result z = ch_zero_test(ctx, e, NULL, NULL, ZERO_POINTS);
@@ -166,14 +299,20 @@ static int shortcut_applies(ch_ctx *ctx, const ch_manifold *mf,
     return ch_zero_test(ctx, qpow, NULL, NULL, ZERO_POINTS).verdict == CH_ZERO_YES;
 }
 
+/* balance: dE/dt as it equals on the manifold (see ch_chetaev_derive). */
 static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
-                         const ch_expr *rest, const ch_expr *qpow, ch_error *err)
+                         const ch_expr *rest, const ch_expr *qpow,
+                         const ch_expr *balance, ch_error *err)
 {
     const ch_model *m = mf->model;
     char why[480] = "";
     int shortcut = shortcut_applies(ctx, mf, C, qpow);
-    ch_zero_result z = ch_zero_test(ctx, C->energy_balance, ch_manifold_sample,
-                                    (void *)mf, ZERO_POINTS);
+    int kkt = ch_has_sym_kind(balance, CH_SYM_ACC)
+           || ch_has_any_sym(balance, mf->k, mf->lambda);
+    ch_zero_result z = ch_zero_test_on(ctx, C->energy_balance, balance,
+                                       kkt ? ch_manifold_sample
+                                           : ch_manifold_sample_state,
+                                       (void *)mf, ZERO_POINTS);
     C->energy_test = z;
     if (shortcut) {
         if (z.verdict == CH_ZERO_NO)
@@ -318,11 +457,26 @@ int ch_chetaev_derive(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *out,
     C.energy_balance = ch_add_n(ctx, k + 1, t);
     if (!C.energy_balance) return ctx_failed(ctx, err, m, m->lagrangian_pos);
 
+    vdeg_memo vm;
+    memset(&vm, 0, sizeof vm);
+    ch_map_init(&vm.memo);
     for (size_t a = 0; a < k; a++) {
-        C.sigma[a] = homogeneity(ctx, power[a], L->phi[a]);
+        C.sigma[a] = homogeneity(ctx, &vm, power[a], L->phi[a]);
         ch_ctx_clear_error(ctx); /* a failed proof only means "not shown" */
     }
-    int rc = decide_energy(ctx, mf, &C, rest, qpow, err);
+    ch_map_free(&vm.memo);
+    free(vm.v);
+    /* On the manifold G_nu q_t = sigma_nu phi_nu = 0 for a homogeneous
+     * constraint, so its reaction power drops out of the balance there:
+     * when every constraint is homogeneous the test needs no multipliers,
+     * and the manifold points no KKT solve (O((n+k)^3) per point). */
+    t[0] = rest;
+    size_t nt = 1;
+    for (size_t a = 0; a < k; a++)
+        if (!C.sigma[a]) t[nt++] = ch_mul(ctx, mf->lambda[a], power[a]);
+    const ch_expr *on_manifold = ch_add_n(ctx, nt, t);
+    if (!on_manifold) return ctx_failed(ctx, err, m, m->lagrangian_pos);
+    int rc = decide_energy(ctx, mf, &C, rest, qpow, on_manifold, err);
     if (rc) return rc;
 
     if (k && n <= LAMBDA_EXPLICIT_MAX_N

@@ -49,7 +49,17 @@ typedef struct {
     size_t nsub;
     const ch_expr **b;   /* m: b* = y* at q_t_r = 0 */
     ch_hamilton *h;
+    /* memoized "contains a velocity / an acceleration" over every result
+     * (the k entries of qt_dep share most of their DAG) */
+    ch_sym_finder vel, acc, vdep;
+    ch_diff_dir drift; /* d/dt + q_t_j d/dq_j in phase space (eta_drift) */
+    int drift_ready;
 } hwork;
+
+/* Above this many dependent velocities eta_drift differentiates along one
+ * field instead of by every coordinate. Small models keep the sum of
+ * partial derivatives, the form their printed right sides have. */
+#define DRIFT_FIELD_MIN_K 8
 
 /* Ends the derivation without H*: returns 0 (not an error). */
 static int unavailable(hwork *w, const char *fmt, ...)
@@ -116,6 +126,10 @@ static const ch_expr *dvel(hwork *w, const ch_expr *F, size_t s)
     const ch_expr **t = ch_mat_new(w->ctx, w->k + 1, 1);
     if (!t) return NULL;
     t[0] = ch_diff(w->ctx, F, w->vi[s]);
+    /* F free of the dependent velocities (alpha substituted): the chain
+     * terms are 0, and k derivatives of F would each walk it when the
+     * symbol masks cannot tell (models with many symbols) */
+    if (ch_sym_finder_has(w->ctx, &w->vdep, F) == 0) return t[0];
     for (size_t nu = 0; nu < w->k; nu++)
         t[1 + nu] = ch_mul(w->ctx, ch_diff(w->ctx, F, w->vd[nu]),
                            w->r->da_dv[nu * w->m + s]);
@@ -147,7 +161,18 @@ static int init_work(hwork *w, ch_ctx *ctx, const ch_reduced *r, ch_hamilton *h)
         w->vd[nu] = w->model->qt[mf->dep[nu]];
         w->qd[nu] = w->model->q[mf->dep[nu]];
     }
+    if (ch_sym_finder_init_kind(ctx, &w->vel, CH_SYM_VEL)
+        || ch_sym_finder_init_kind(ctx, &w->acc, CH_SYM_ACC)
+        || ch_sym_finder_init(ctx, &w->vdep, w->k, w->vd))
+        return -1;
     return 0;
+}
+
+/* e contains a velocity (acc 0) or acceleration (acc 1) symbol; a failed
+ * search (out of memory) counts as yes, which only ends in "unavailable". */
+static int has_kind(hwork *w, const ch_expr *e, int acc)
+{
+    return ch_sym_finder_has(w->ctx, acc ? &w->acc : &w->vel, e) != 0;
 }
 
 /* y_<q> for each independent coordinate (SPEC §3). The parser reserves
@@ -278,7 +303,7 @@ static const ch_expr **bias(hwork *w, int *bad)
             ch_ctx_clear_error(ctx);
             b[r] = raw;
         }
-        if (ch_has_sym_kind(b[r], CH_SYM_VEL)) {
+        if (has_kind(w, b[r], 0)) {
             *bad = 1;
             return NULL;
         }
@@ -417,6 +442,28 @@ static const ch_expr *eta_drift(hwork *w, size_t s)
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
     if (!terms) return NULL;
     const ch_expr *eta = w->h->eta[s];
+    /* the k derivatives by the dependent coordinates each walk eta (which
+     * contains them all), O(k |eta|): when there are many, the derivative
+     * along the field d/dt + q_t_j d/dq_j is one visit per node */
+    if (w->h->qt_dep && w->k > DRIFT_FIELD_MIN_K) {
+        if (!w->drift_ready) {
+            const ch_expr **syms = ch_mat_new(ctx, n + 1, 1), **dirs = ch_mat_new(ctx, n + 1, 1);
+            if (!syms || !dirs) return NULL;
+            for (size_t r = 0; r < w->m; r++) {
+                syms[r] = w->model->q[mf->indep[r]];
+                dirs[r] = w->h->eta[r];
+            }
+            for (size_t nu = 0; nu < w->k; nu++) {
+                syms[w->m + nu] = w->qd[nu];
+                dirs[w->m + nu] = w->h->qt_dep[nu];
+            }
+            syms[n] = w->model->t;
+            dirs[n] = ch_one(ctx);
+            if (ch_diff_dir_init(ctx, &w->drift, n + 1, syms, dirs)) return NULL;
+            w->drift_ready = 1;
+        }
+        return ch_diff_dir_apply(ctx, &w->drift, eta);
+    }
     terms[n] = ch_diff(ctx, eta, w->model->t);
     for (size_t r = 0; r < w->m; r++)
         terms[mf->indep[r]] = ch_mul(ctx, ch_diff(ctx, eta, w->model->q[mf->indep[r]]),
@@ -442,9 +489,14 @@ static int eliminate_acc(hwork *w, const ch_expr *const *raw)
     int any = 0;
     for (size_t r = 0; r < m; r++)
         for (size_t s = 0; s < m; s++) {
-            const ch_expr *c = tidy(ctx, ch_diff(ctx, raw[r], w->ai[s]));
+            /* free of accelerations (the memoized search is shared by all
+             * rows): C_rs = 0 without a walk of raw_r per s */
+            int has = ch_sym_finder_has(ctx, &w->acc, raw[r]);
+            if (has < 0) return -1;
+            const ch_expr *c = has ? tidy(ctx, ch_diff(ctx, raw[r], w->ai[s]))
+                                   : ch_zero(ctx);
             if (!c) return -1;
-            if (ch_has_sym_kind(c, CH_SYM_ACC)) return 2;
+            if (has_kind(w, c, 1)) return 2;
             any |= !ch_is_zero(c);
             C[r * m + s] = c;
         }
@@ -479,20 +531,20 @@ static int eliminate_acc(hwork *w, const ch_expr *const *raw)
 }
 
 /* In phase space nothing may be left of the velocities or accelerations. */
-static int phase_clean(const ch_expr *e)
+static int phase_clean(hwork *w, const ch_expr *e)
 {
-    return !ch_has_sym_kind(e, CH_SYM_VEL) && !ch_has_sym_kind(e, CH_SYM_ACC);
+    return !has_kind(w, e, 0) && !has_kind(w, e, 1);
 }
 
-static int all_clean(const ch_hamilton *h, size_t m, size_t k)
+static int all_clean(hwork *w, const ch_hamilton *h, size_t m, size_t k)
 {
-    if (!phase_clean(h->H)) return 0;
+    if (!phase_clean(w, h->H)) return 0;
     for (size_t r = 0; r < m; r++)
-        if (!phase_clean(h->qt[r]) || !phase_clean(h->yt[r]) ||
-            !phase_clean(h->eta[r]))
+        if (!phase_clean(w, h->qt[r]) || !phase_clean(w, h->yt[r]) ||
+            !phase_clean(w, h->eta[r]))
             return 0;
     for (size_t nu = 0; h->qt_dep && nu < k; nu++)
-        if (!phase_clean(h->qt_dep[nu])) return 0;
+        if (!phase_clean(w, h->qt_dep[nu])) return 0;
     return 1;
 }
 
@@ -531,7 +583,7 @@ static int derive_phase(hwork *w, ch_error *err)
                               "dependent velocities, which the constraints "
                               "define only implicitly");
     if (rc < 0 || tidy_all(ctx, m, w->h->yt)) return failed(w, err);
-    if (!all_clean(w->h, m, w->k))
+    if (!all_clean(w, w->h, m, w->k))
         return unavailable(w, "H* or the Poincare-Hamilton right sides still "
                               "depend on the velocities; they cannot be "
                               "written in (t, q, y) symbolically");

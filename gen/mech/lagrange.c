@@ -20,6 +20,41 @@ static int ctx_failed(ch_ctx *ctx, ch_error *err, const ch_model *m, ch_pos pos)
                         m->file, pos.line, pos.col, "%s", e->msg);
 }
 
+/* The field V = d/dt + q_t_j d/dq_j (partial derivatives: velocities are
+ * held fixed). h_i needs V p_i = dp_i/dt + q_t_j dp_i/dq_j; one memoized
+ * pass over p_i costs one visit per node, where the n partial derivatives
+ * cost n visits of every node that contains all the coordinates (each p_i
+ * of a chain), O(n^3) in all. */
+static int drift_field(ch_ctx *ctx, const ch_model *m, ch_diff_dir *v)
+{
+    size_t n = m->n;
+    const ch_expr **syms = ch_mat_new(ctx, n + 1, 1), **dirs = ch_mat_new(ctx, n + 1, 1);
+    if (!syms || !dirs) return -1;
+    for (size_t j = 0; j < n; j++) {
+        syms[j] = m->q[j];
+        dirs[j] = m->qt[j];
+    }
+    syms[n] = m->t;
+    dirs[n] = ch_one(ctx);
+    return ch_diff_dir_init(ctx, v, n + 1, syms, dirs);
+}
+
+/* M = dp/dq_t is symmetric (M_ij = d2L/dq_t_i dq_t_j): the upper triangle
+ * is differentiated and mirrored, half the derivatives. */
+static const ch_expr **mass_matrix(ch_ctx *ctx, const ch_model *m,
+                                   const ch_expr *const *p)
+{
+    size_t n = m->n;
+    const ch_expr **M = ch_mat_new(ctx, n, n);
+    if (!M) return NULL;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i; j < n; j++) {
+            if (!(M[i * n + j] = ch_diff_once(ctx, p[i], m->qt[j]))) return NULL;
+            M[j * n + i] = M[i * n + j];
+        }
+    return M;
+}
+
 static int derive_unconstrained(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
 {
     size_t n = m->n;
@@ -29,19 +64,18 @@ static int derive_unconstrained(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     L->EL = ch_mat_new(ctx, n, 1);
     L->Q = ch_mat_new(ctx, n, 1);
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
+    ch_diff_dir drift;
     if (!L->p || !L->h || !L->EL || !L->Q || !terms) return -1;
     for (size_t i = 0; i < n; i++) {
         L->p[i] = ch_diff(ctx, Lg, m->qt[i]);
         L->Q[i] = m->force[i];
     }
-    if (!(L->M = ch_jacobian(ctx, n, L->p, n, m->qt))) return -1;
+    if (!(L->M = mass_matrix(ctx, m, L->p))) return -1;
+    if (drift_field(ctx, m, &drift)) return -1;
     for (size_t i = 0; i < n; i++) {
         /* h_i = d2L/dq_t_i dq_j q_t_j + d2L/dq_t_i dt - dL/dq_i */
-        for (size_t j = 0; j < n; j++)
-            terms[j] = ch_mul(ctx, ch_diff(ctx, L->p[i], m->q[j]), m->qt[j]);
-        terms[n] = ch_sub(ctx, ch_diff(ctx, L->p[i], m->t),
-                          ch_diff(ctx, Lg, m->q[i]));
-        L->h[i] = ch_add_n(ctx, n + 1, terms);
+        L->h[i] = ch_sub(ctx, ch_diff_dir_apply(ctx, &drift, L->p[i]),
+                         ch_diff(ctx, Lg, m->q[i]));
         L->EL[i] = ch_sub(ctx, ch_diff_t(ctx, L->p[i]), ch_diff(ctx, Lg, m->q[i]));
         if (!L->h[i] || !L->EL[i]) return -1;
     }
@@ -59,6 +93,8 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
     if (!L->c || !terms) return -1;
     if (!(L->G = ch_jacobian(ctx, k, L->phi, n, m->qt))) return -1;
+    /* the bias is shown: its sum of q_t_j dphi/dq_j is the form printed
+     * (each derivative of phi is by a coordinate phi mostly lacks, cheap) */
     for (size_t a = 0; a < k; a++) {
         for (size_t j = 0; j < n; j++)
             terms[j] = ch_mul(ctx, ch_diff(ctx, L->phi[a], m->q[j]), m->qt[j]);

@@ -285,7 +285,77 @@ typedef struct {
     double *d;          /* double symbol values */
     double *fv;         /* values of fx */
     double *step, *trial;
+    /* When the dependent block of G is triangular up to a permutation
+     * (structural zeros; a chain of constraints each adding one velocity),
+     * row prow[s] involves only the unknowns pcol[0..s]: the ball Newton
+     * step is a substitution and the Krawczyk matrices are triangular,
+     * O(k^2) and O(k^3/6) against the dense O(k^3) of the general case. */
+    int tri;
+    size_t *prow, *pcol;
 } dsolver;
+
+/* Fills prow/pcol and returns 1 when the block is triangular up to a
+ * permutation; 0 otherwise (or when out of memory: the dense path). */
+static int find_triangular(dsolver *s)
+{
+    size_t k = s->k;
+    const ch_expr *const *A = s->fx + k;
+    size_t *cnt = calloc(k + 1, sizeof *cnt), *queue = malloc((k + 1) * sizeof *queue);
+    char *col_done = calloc(k + 1, 1), *row_done = calloc(k + 1, 1);
+    int ok = cnt && queue && col_done && row_done;
+    size_t head = 0, tail = 0, done = 0;
+    for (size_t a = 0; ok && a < k; a++) {
+        for (size_t b = 0; b < k; b++) cnt[a] += !ch_is_zero(A[a * k + b]);
+        if (cnt[a] == 1) queue[tail++] = a;
+    }
+    while (ok && head < tail) {
+        size_t r = queue[head++], c = k;
+        if (row_done[r] || cnt[r] != 1) continue;
+        for (size_t b = 0; b < k && c == k; b++)
+            if (!col_done[b] && !ch_is_zero(A[r * k + b])) c = b;
+        if (c == k) break;
+        row_done[r] = col_done[c] = 1;
+        s->prow[done] = r;
+        s->pcol[done++] = c;
+        for (size_t a = 0; a < k; a++)
+            if (!row_done[a] && !ch_is_zero(A[a * k + c]) && --cnt[a] == 1)
+                queue[tail++] = a;
+    }
+    ok = ok && done == k;
+    free(cnt);
+    free(queue);
+    free(col_done);
+    free(row_done);
+    return ok;
+}
+
+/* Jp[s][t] = J[prow[s]][pcol[t]] (moves the entries out of J). */
+static void permute_into(const dsolver *s, arb_mat_t Jp, arb_mat_t J)
+{
+    slong k = (slong)s->k;
+    for (slong i = 0; i < k; i++)
+        for (slong j = 0; j <= i; j++)
+            arb_swap(arb_mat_entry(Jp, i, j),
+                     arb_mat_entry(J, (slong)s->prow[i], (slong)s->pcol[j]));
+}
+
+/* Approximate inverse of the lower triangular Jp by substitution, as
+ * midpoints (any matrix will do for Krawczyk; this one is close). */
+static void tri_inverse(arb_mat_t Y, const arb_mat_t Jp, slong k, slong wp)
+{
+    arb_mat_zero(Y);
+    for (slong j = 0; j < k; j++) {
+        arb_inv(arb_mat_entry(Y, j, j), arb_mat_entry(Jp, j, j), wp);
+        for (slong i = j + 1; i < k; i++) {
+            arb_ptr y = arb_mat_entry(Y, i, j);
+            /* -(sum_{l=j}^{i-1} Jp[i][l] Y[l][j]) / Jp[i][i] */
+            arb_dot(y, NULL, 1, arb_mat_entry(Jp, i, j), 1, arb_mat_entry(Y, j, j),
+                    arb_mat_entry(Y, 1, 0) - arb_mat_entry(Y, 0, 0), i - j, wp);
+            arb_div(y, y, arb_mat_entry(Jp, i, i), wp);
+        }
+    }
+    arb_mat_get_mid(Y, Y);
+}
 
 /* Solves the k x k system a x = b in place (partial pivoting); -1 when
  * singular or not finite. */
@@ -326,6 +396,24 @@ static uint32_t dep_sid(const ch_manifold *mf, size_t a)
     return mf->model->qt[mf->dep[a]]->sym->sid;
 }
 
+/* The same for a block that is triangular up to the permutation of s:
+ * forward substitution, O(k^2). b is overwritten with the solution. */
+static int tri_solve_d(const dsolver *s, const double *a, double *b)
+{
+    size_t k = s->k;
+    for (size_t i = 0; i < k; i++) {
+        const double *row = a + s->prow[i] * k;
+        double v = b[s->prow[i]];
+        for (size_t j = 0; j < i; j++) v -= row[s->pcol[j]] * s->trial[j];
+        double p = row[s->pcol[i]];
+        if (!(fabs(p) > 0) || !isfinite(p)) return -1;
+        s->trial[i] = v / p;
+        if (!isfinite(s->trial[i])) return -1;
+    }
+    for (size_t i = 0; i < k; i++) b[s->pcol[i]] = s->trial[i];
+    return 0;
+}
+
 /* max |phi| at the current double point; NaN-safe (returns inf). */
 static double dphi_norm(dsolver *s)
 {
@@ -354,7 +442,8 @@ static int newton_d(dsolver *s)
             s->step[a] = s->fv[a];
             if (fabs(s->d[dep_sid(mf, a)]) > vmax) vmax = fabs(s->d[dep_sid(mf, a)]);
         }
-        if (lin_solve_d(s->fv + k, s->step, k)) return -1;
+        if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k))
+            return -1;
         for (size_t a = 0; a < k; a++)
             if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
         if (dmax <= 1e-12 * (1 + vmax)) return 0;
@@ -398,11 +487,28 @@ static int newton_arb(dsolver *s, arb_struct *sv, slong prec)
     arb_mat_init(J, k, k);
     arb_mat_init(D, k, 1);
     int rc = -1;
+    arb_mat_t Jp;
+    arb_mat_init(Jp, k, k);
     for (int it = 0; it < 16; it++) {
         if (eval_into(mf->ctx, F, s->k, 1, s->fx, sv, wp)
-            || eval_into(mf->ctx, J, s->k * s->k, s->k, s->fx + s->k, sv, wp)
-            || !arb_mat_approx_solve(D, J, F, wp))
+            || eval_into(mf->ctx, J, s->k * s->k, s->k, s->fx + s->k, sv, wp))
             break;
+        if (s->tri) {
+            /* forward substitution Jp d = F(prow), d to the unknowns pcol */
+            arb_ptr d = _arb_vec_init(k);
+            permute_into(s, Jp, J);
+            for (slong i = 0; i < k; i++) {
+                arb_dot(d + i, arb_mat_entry(F, (slong)s->prow[i], 0), 1,
+                        arb_mat_entry(Jp, i, 0), 1, d, 1, i, wp);
+                arb_div(d + i, d + i, arb_mat_entry(Jp, i, i), wp);
+                arb_get_mid_arb(d + i, d + i);
+            }
+            for (slong i = 0; i < k; i++)
+                arb_swap(arb_mat_entry(D, (slong)s->pcol[i], 0), d + i);
+            _arb_vec_clear(d, k);
+        } else if (!arb_mat_approx_solve(D, J, F, wp)) {
+            break;
+        }
         int small = 1;
         for (slong a = 0; a < k; a++) {
             arb_ptr x = sv + dep_sid(mf, (size_t)a);
@@ -420,9 +526,78 @@ static int newton_arb(dsolver *s, arb_struct *sv, slong prec)
         }
     }
 out:
+    arb_mat_clear(Jp);
     arb_mat_clear(F);
     arb_mat_clear(J);
     arb_mat_clear(D);
+    return rc;
+}
+
+/* The Krawczyk test of the permuted triangular system (same roots, the
+ * unknowns and equations only relabelled): Y = Jp(x~)^-1 and
+ * C = I - Y Jp(X) are lower triangular. F and J hold phi and its block at
+ * x~ (unpermuted); the other matrices are k x k or k x 1 work space. */
+static int krawczyk_tri(dsolver *s, arb_struct *sv, slong prec, slong rexp,
+                        arb_mat_t F, arb_mat_t J, arb_mat_t JX, arb_mat_t Y,
+                        arb_mat_t C, arb_mat_t DX, arb_mat_t T, arb_mat_t YF)
+{
+    const ch_manifold *mf = s->mf;
+    slong k = (slong)s->k, wp = prec + GUARD_BITS;
+    arb_mat_t Jp, JXp;
+    arb_mat_init(Jp, k, k);
+    arb_mat_init(JXp, k, k);
+    arb_ptr Fp = _arb_vec_init(k);
+    int rc = -1;
+    slong cs = arb_mat_entry(Y, 1 < k ? 1 : 0, 0) - arb_mat_entry(Y, 0, 0);
+    arb_mat_get_mid(J, J);
+    permute_into(s, Jp, J);
+    for (slong i = 0; i < k; i++) arb_set(Fp + i, arb_mat_entry(F, (slong)s->prow[i], 0));
+    tri_inverse(Y, Jp, k, wp);
+    for (slong a = 0; a < k; a++) { /* X = x~ +- r, in permuted order */
+        arb_ptr dx = arb_mat_entry(DX, a, 0);
+        arb_zero(dx);
+        mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
+        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
+    }
+    int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
+    for (slong a = 0; a < k; a++) /* back to x~ */
+        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
+    if (bad) goto out;
+    permute_into(s, JXp, JX);
+    /* C = I - Y JXp, lower triangular; T = C DX; YF = Y Fp */
+    for (slong i = 0; i < k; i++) {
+        for (slong j = 0; j <= i; j++) {
+            arb_ptr c = arb_mat_entry(C, i, j);
+            arb_dot(c, NULL, 1, arb_mat_entry(Y, i, j), 1, arb_mat_entry(JXp, j, j),
+                    cs, i - j + 1, wp);
+            if (i == j) arb_add_ui(c, c, 1, wp);
+        }
+        arb_dot(arb_mat_entry(T, i, 0), NULL, 0, arb_mat_entry(C, i, 0), 1,
+                arb_mat_entry(DX, 0, 0), 1, i + 1, wp);
+        arb_dot(arb_mat_entry(YF, i, 0), NULL, 0, arb_mat_entry(Y, i, 0), 1, Fp, 1,
+                i + 1, wp);
+    }
+    arb_mat_sub(T, T, YF, wp); /* (I - Y J(X)) (X - x~) - Y phi(x~) */
+    for (slong i = 0; i < k; i++) {
+        arb_t X, K;
+        arb_init(X);
+        arb_init(K);
+        arb_ptr x = sv + dep_sid(mf, s->pcol[i]);
+        arb_add(X, x, arb_mat_entry(DX, i, 0), wp);
+        arb_add(K, x, arb_mat_entry(T, i, 0), wp);
+        int inside = arb_contains_interior(X, K);
+        arb_swap(arb_mat_entry(T, i, 0), K); /* keep K until all pass */
+        arb_clear(X);
+        arb_clear(K);
+        if (!inside) goto out;
+    }
+    for (slong i = 0; i < k; i++)
+        arb_set(sv + dep_sid(mf, s->pcol[i]), arb_mat_entry(T, i, 0));
+    rc = 0;
+out:
+    arb_mat_clear(Jp);
+    arb_mat_clear(JXp);
+    _arb_vec_clear(Fp, k);
     return rc;
 }
 
@@ -445,6 +620,10 @@ static int krawczyk(dsolver *s, arb_struct *sv, slong prec, slong rexp)
     if (eval_into(mf->ctx, F, s->k, 1, s->fx, sv, wp)
         || eval_into(mf->ctx, J, s->k * s->k, s->k, s->fx + s->k, sv, wp))
         goto out;
+    if (s->tri) {
+        rc = krawczyk_tri(s, sv, prec, rexp, F, J, JX, Y, C, DX, T, YF);
+        goto out;
+    }
     arb_mat_get_mid(J, J);
     if (!arb_mat_approx_inv(Y, J, wp)) goto out;
     arb_mat_get_mid(Y, Y);
@@ -619,12 +798,16 @@ static int sample(const ch_manifold *mf, flint_rand_t rnd, arb_struct *symval,
     s.d = malloc((s.ns + 1) * sizeof *s.d);
     s.step = malloc((k + 1) * sizeof *s.step);
     s.trial = malloc((k + 1) * sizeof *s.trial);
+    s.prow = malloc((k + 1) * sizeof *s.prow);
+    s.pcol = malloc((k + 1) * sizeof *s.pcol);
     int rc = -1;
-    if (!s.fx || !s.fv || !s.d || !s.step || !s.trial) goto out;
+    if (!s.fx || !s.fv || !s.d || !s.step || !s.trial || !s.prow || !s.pcol) goto out;
     for (size_t a = 0; a < k; a++) {
         s.fx[a] = L->phi[a];
         for (size_t b = 0; b < k; b++) s.fx[k + a * k + b] = L->G[a * n + mf->dep[b]];
     }
+    /* (k >= 2: a 1 x 1 block gains nothing) */
+    s.tri = k >= 2 && find_triangular(&s);
     /* Later tries use all-positive points (domains of sqrt, log) and
      * smaller independent velocities (constraints such as
      * x'^2 + y'^2 = v0^2 have no real solution when they are large). */
@@ -641,6 +824,8 @@ out:
     free(s.d);
     free(s.step);
     free(s.trial);
+    free(s.prow);
+    free(s.pcol);
     return rc;
 }
 

@@ -32,6 +32,10 @@ struct ch_reduce_memo {
     const ch_expr **vdep; /* k dependent velocity symbols */
     ch_diff_dir *xstar;   /* m fields X*_r (explicit alpha), made on use */
     int *xstar_ready;
+    /* which nodes contain a dependent velocity: asked for every entry of
+     * alpha, B, ..., which share most of their DAG */
+    ch_sym_finder has_vdep;
+    int finder_ready;
 };
 
 /* v_dep -> alpha (explicit) and a_dep -> qtt_dep (when known). */
@@ -83,8 +87,9 @@ static const ch_expr *da_dq(ch_ctx *ctx, const ch_reduced *r, size_t nu,
 /* Does F contain a dependent velocity symbol? */
 static int has_vdep(const ch_reduced *r, const ch_expr *F)
 {
-    if (!r->memo) return r->k > 0; /* not known: take the general path */
-    return r->k && ch_has_any_sym(F, r->k, r->memo->vdep);
+    /* not known, or a failed search (out of memory): the general path */
+    if (!r->memo || !r->memo->finder_ready) return r->k > 0;
+    return r->k && ch_sym_finder_has(r->mf->ctx, &r->memo->has_vdep, F) != 0;
 }
 
 /* dF/dx on the manifold: dF/dx + sum_nu dF/dq_t_dep_nu * dalpha_nu/dx, for
@@ -362,6 +367,8 @@ static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
         s->vind[ri] = s->m->qt[mf->indep[ri]];
         s->aind[ri] = s->m->qtt[mf->indep[ri]];
     }
+    if (ch_sym_finder_init(ctx, &r->memo->has_vdep, r->k, s->vdep)) return -1;
+    r->memo->finder_ready = 1;
     return 0;
 }
 
@@ -400,7 +407,7 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     for (size_t nu = 0; nu < k; nu++)
         for (size_t mu = 0; mu < k; mu++) {
             A[nu * k + mu] = s.L->G[nu * r.n + mf->dep[mu]];
-            linear &= !ch_has_any_sym(A[nu * k + mu], k, s.vdep);
+            linear &= ch_sym_finder_has(ctx, &r.memo->has_vdep, A[nu * k + mu]) == 0;
         }
     if (k && linear) {
         int rc = solve_alpha(&s, A);
