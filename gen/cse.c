@@ -376,7 +376,8 @@ static uint32_t mk_mul(cse *s, const fmpq *k, const uint32_t *num, uint32_t n,
         if (num[i] == s->zero) return s->zero;
     if (n == 0 && nd == 0) return mk_num(s, k);
     if (n == 1 && nd == 0 && fmpq_is_one(k)) return num[0];
-    if ((nd == 0 || den == num + n) && sorted_u32(num, n) && sorted_u32(den, nd))
+    /* (num may be NULL when n == 0: no pointer arithmetic on it) */
+    if ((nd == 0 || (n && den == num + n)) && sorted_u32(num, n) && sorted_u32(den, nd))
         return mk_raw(s, K_MUL, NULL, NULL, num, n, nd, NULL, k);
     uint32_t stack[32], *op = n + nd <= 32 ? stack : malloc((n + nd) * sizeof *op);
     if (!op) {
