@@ -537,6 +537,25 @@ out:
  * unknowns and equations only relabelled): Y = Jp(x~)^-1 and
  * C = I - Y Jp(X) are lower triangular. F and J hold phi and its block at
  * x~ (unpermuted); the other matrices are k x k or k x 1 work space. */
+/* DX = +-2^rexp per dependent velocity and JX the Jacobian evaluated over
+ * the box x~ + DX; sv is back at x~ afterwards. Nonzero when the
+ * evaluation fails. */
+static int eval_on_box(dsolver *s, arb_struct *sv, slong rexp, slong wp,
+                       arb_mat_t DX, arb_mat_t JX)
+{
+    const ch_manifold *mf = s->mf;
+    for (slong a = 0; a < (slong)s->k; a++) {
+        arb_ptr dx = arb_mat_entry(DX, a, 0);
+        arb_zero(dx);
+        mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
+        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
+    }
+    int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
+    for (slong a = 0; a < (slong)s->k; a++) /* back to x~ */
+        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
+    return bad;
+}
+
 static int krawczyk_tri(dsolver *s, arb_struct *sv, slong prec, slong rexp,
                         arb_mat_t F, arb_mat_t J, arb_mat_t JX, arb_mat_t Y,
                         arb_mat_t C, arb_mat_t DX, arb_mat_t T, arb_mat_t YF)
@@ -553,16 +572,7 @@ static int krawczyk_tri(dsolver *s, arb_struct *sv, slong prec, slong rexp,
     permute_into(s, Jp, J);
     for (slong i = 0; i < k; i++) arb_set(Fp + i, arb_mat_entry(F, (slong)s->prow[i], 0));
     tri_inverse(Y, Jp, k, wp);
-    for (slong a = 0; a < k; a++) { /* X = x~ +- r, in permuted order */
-        arb_ptr dx = arb_mat_entry(DX, a, 0);
-        arb_zero(dx);
-        mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
-        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
-    }
-    int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
-    for (slong a = 0; a < k; a++) /* back to x~ */
-        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
-    if (bad) goto out;
+    if (eval_on_box(s, sv, rexp, wp, DX, JX)) goto out;
     permute_into(s, JXp, JX);
     /* C = I - Y JXp, lower triangular; T = C DX; YF = Y Fp */
     for (slong i = 0; i < k; i++) {
@@ -628,16 +638,7 @@ static int krawczyk(dsolver *s, arb_struct *sv, slong prec, slong rexp)
     if (!arb_mat_approx_inv(Y, J, wp)) goto out;
     arb_mat_get_mid(Y, Y);
     /* X = x~ +- r, evaluated Jacobian over the box */
-    for (slong a = 0; a < k; a++) {
-        arb_ptr dx = arb_mat_entry(DX, a, 0);
-        arb_zero(dx);
-        mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
-        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
-    }
-    int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
-    for (slong a = 0; a < k; a++) /* back to x~ */
-        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
-    if (bad) goto out;
+    if (eval_on_box(s, sv, rexp, wp, DX, JX)) goto out;
     arb_mat_mul(C, Y, JX, wp);
     arb_mat_neg(C, C);
     for (slong a = 0; a < k; a++)
