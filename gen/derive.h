@@ -46,7 +46,8 @@ typedef struct {
     const ch_expr *const *e2; /* CH_ENTRY_PH: the y_t column */
     int verdict;              /* CH_ENTRY_VERDICT: 1, 0, -1 (unknown) */
     int display_only;         /* text and LaTeX only: not a SPEC §3 key */
-    int tidy;                 /* e (and e2) are as derived: ch_derivation_tidy */
+    int tidy;                 /* e (and e2) are as derived: ch_derivation_prepare */
+    int deferred;             /* a verdict ch_derivation_prepare computes */
 } ch_entry;
 
 typedef struct ch_derivation {
@@ -66,23 +67,35 @@ typedef struct ch_derivation {
 int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
               ch_error *err);
 
-/* Rewrites the chosen entries (nonly == 0: all; unknown keys are ignored)
- * into their display form: the shortest printed of the expression, its
- * expansion and its rational normal form, under node budgets. Only for
- * printing: it costs more than the derivation of a large model. 0, or -1
- * when out of memory. */
-int ch_derivation_tidy(ch_derivation *d, size_t nonly, const char *const *only);
-
-/* The entry with this key, or NULL. */
-const ch_entry *ch_derivation_find(const ch_derivation *d, const char *key);
-
 typedef enum {
     CH_FORMAT_TEXT, CH_FORMAT_LATEX, CH_FORMAT_SYMPY, CH_FORMAT_JSON
 } ch_format;
+
+/* Prepares the entries a call of ch_derivation_write with the same
+ * arguments prints (nonly == 0: all; unknown keys are ignored): runs the
+ * deferred self-checks and rewrites expressions into their display form,
+ * the shortest printed of the expression, its expansion and its rational
+ * normal form, under node budgets. Only for printing: it costs more than
+ * the derivation of a large model. 0, or -1 when out of memory. */
+int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
+                          const char *const *only);
+
+/* Whether entry i is printed by ch_derivation_write with these arguments. */
+int ch_derivation_selected(const ch_derivation *d, size_t i, ch_format fmt,
+                           size_t nonly, const char *const *only);
+
+/* The entry with this key, or NULL. */
+const ch_entry *ch_derivation_find(const ch_derivation *d, const char *key);
 
 /* Writes the derivation; `only` is a list of keys (NULL: all). Unknown keys
  * are a usage error (CH_ERR_USAGE) naming the key and the valid ones. */
 int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
                         size_t nonly, const char *const *only, ch_error *err);
+
+/* The same text written to f as it is produced (the JSON of a large model
+ * is megabytes: a buffer of all of it costs more in page faults than the
+ * printing). A write error is CH_ERR_IO. */
+int ch_derivation_fwrite(FILE *f, const ch_derivation *d, ch_format fmt,
+                         size_t nonly, const char *const *only, ch_error *err);
 
 #endif

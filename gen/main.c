@@ -253,18 +253,13 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
     ch_error_clear(&err);
     ch_model *m = NULL;
     ch_derivation *d = NULL;
-    ch_buf out;
-    ch_buf_init(&out);
     int rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc && ch_derivation_tidy(d, nonly, only)) {
+    if (!rc && ch_derivation_prepare(d, fmt, nonly, only)) {
         ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
         rc = report(&err);
-    } else if (!rc && ch_derivation_write(&out, d, fmt, nonly, only, &err)) {
+    } else if (!rc && ch_derivation_fwrite(stdout, d, fmt, nonly, only, &err)) {
         rc = report(&err);
-    } else if (!rc && out.len && fwrite(out.s, 1, out.len, stdout) != out.len) {
-        rc = EXIT_MODEL;
     }
-    ch_buf_free(&out);
     ch_ctx_free(ctx);
     return rc;
 }

@@ -1236,6 +1236,33 @@ static size_t utf8_valid_len(const unsigned char *s)
     return n;
 }
 
+/* Printable ASCII other than the quote and the backslash: copied as is. */
+static int json_plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* Eight bytes at a time (SWAR): a byte is special when it is below 0x20,
+ * has the high bit set, or equals '"' or '\\'. The expression text of a
+ * large model is megabytes, all of it plain. */
+int ch_print_json_plain(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, q, b;
+        memcpy(&x, s + i, 8);
+        q = x ^ (ones * '"');
+        b = x ^ (ones * '\\');
+        uint64_t special = ((x - ones * 0x20) | x | ((q - ones) & ~q)
+                            | ((b - ones) & ~b)) & high;
+        if (special) break;
+    }
+    for (; i < n; i++)
+        if (!json_plain((unsigned char)s[i])) return 0;
+    return 1;
+}
+
 /* Invalid UTF-8 becomes U+FFFD so that the output is always valid JSON. */
 void ch_print_json_string(ch_buf *out, const char *s)
 {
@@ -1249,8 +1276,7 @@ void ch_print_json_string(ch_buf *out, const char *s)
         unsigned c = *p;
         size_t run = 0;
         /* Copy plain runs in one go. */
-        while (p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
-            run++;
+        while (json_plain(p[run])) run++;
         if (run) {
             ch_buf_putn(out, (const char *)p, run);
             p += run;

@@ -45,6 +45,9 @@ double ch_fmpq_to_double(const fmpq_t q);
 /* A JSON string literal ("..." with escapes, control bytes as \u00XX). */
 void ch_print_json_string(ch_buf *out, const char *s);
 
+/* Whether the n bytes s[0..n) need no escape in a JSON string. */
+int ch_print_json_plain(const char *s, size_t n);
+
 /* A LaTeX name for a model identifier: greek letters as \alpha, trailing
  * digits or _suffix as subscripts, multi-letter names in \mathrm. */
 void ch_print_latex_name(ch_buf *out, const char *name);

@@ -5,6 +5,7 @@
  * reach the output only as identifiers already checked by the parser, and
  * are escaped for the format where that matters (JSON strings, LaTeX). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +15,24 @@
 
 
 /* One printer per call, so that shared subexpressions of the entries are
- * ordered for display once (print.h). */
+ * ordered for display once (print.h). With a sink, the text goes there
+ * whenever the buffer holds DRAIN_AT bytes. */
 typedef struct {
     ch_buf *out;
     const ch_derivation *d;
     ch_printer *pr;
+    FILE *sink;
 } writer;
+
+#define DRAIN_AT 65536
+
+static void drain(const writer *w)
+{
+    ch_buf *o = w->out;
+    if (!w->sink || o->len < DRAIN_AT || o->oom) return;
+    fwrite(o->s, 1, o->len, w->sink); /* errors: ferror at the end */
+    ch_buf_reset(o);
+}
 
 /* Derived quantities of large models can be DAGs whose tree is
  * astronomically large (shared subexpressions printed again and again).
@@ -38,6 +51,7 @@ static void put_expr(const writer *w, const ch_expr *e, ch_style style)
     ch_buf *o = w->out;
     if (printable(e)) {
         ch_printer_put(w->pr, o, e);
+        drain(w);
         return;
     }
     const char *fmt = style == CH_STYLE_LATEX
@@ -361,6 +375,7 @@ static void py_expr(const writer *w, const ch_expr *e)
     ch_buf_put(o, "_e(\"");
     ch_printer_put(w->pr, o, e);
     ch_buf_put(o, "\")");
+    drain(w);
 }
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -372,12 +387,26 @@ static void json_expr(const writer *w, const ch_expr *e)
         ch_buf_put(o, "null");
         return;
     }
-    ch_buf tmp;
-    ch_buf_init(&tmp);
-    ch_printer_put(w->pr, &tmp, e);
-    if (tmp.oom) o->oom = 1;
-    ch_print_json_string(o, tmp.s ? tmp.s : "");
-    ch_buf_free(&tmp);
+    /* Printed in place: expression text has nothing to escape (names are
+     * identifiers), which the check below confirms before it is kept. */
+    size_t start = o->len;
+    ch_buf_putc(o, '"');
+    ch_printer_put(w->pr, o, e);
+    if (!o->oom && !ch_print_json_plain(o->s + start + 1, o->len - start - 1)) {
+        char *text = malloc(o->len - start);
+        if (!text) {
+            o->oom = 1;
+            return;
+        }
+        memcpy(text, o->s + start + 1, o->len - start - 1);
+        text[o->len - start - 1] = '\0';
+        o->len = start;
+        ch_print_json_string(o, text);
+        free(text);
+    } else {
+        ch_buf_putc(o, '"');
+    }
+    drain(w);
 }
 
 /* A rational as a JSON number (exact for integers), NULL as null. */
@@ -558,8 +587,9 @@ static void write_json(writer *w, size_t n, const ch_entry *const *sel)
 
 /* ---- selection and dispatch -------------------------------------------- */
 
-int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
-                        size_t nonly, const char *const *only, ch_error *err)
+static int write_all(ch_buf *out, FILE *sink, const ch_derivation *d,
+                     ch_format fmt, size_t nonly, const char *const *only,
+                     ch_error *err)
 {
     const ch_entry **sel = calloc(d->n, sizeof *sel);
     if (!sel) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
@@ -577,20 +607,12 @@ int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
             free(sel);
             return CH_ERR_USAGE;
         }
-    for (size_t i = 0; i < d->n; i++) {
-        int want = nonly == 0;
-        for (size_t k = 0; k < nonly && !want; k++)
-            want = strcmp(only[k], d->entry[i].key) == 0;
-        /* display-only entries (explicit multipliers, B, the E* identity)
-         * are not SPEC §3 keys: machine formats leave them out */
-        if (d->entry[i].display_only
-            && (fmt == CH_FORMAT_JSON || fmt == CH_FORMAT_SYMPY))
-            want = 0;
-        if (want) sel[n++] = &d->entry[i];
-    }
+    for (size_t i = 0; i < d->n; i++)
+        if (ch_derivation_selected(d, i, fmt, nonly, only)) sel[n++] = &d->entry[i];
     writer w = {out, d, ch_printer_new(fmt == CH_FORMAT_TEXT    ? CH_STYLE_TEXT
                                        : fmt == CH_FORMAT_LATEX ? CH_STYLE_LATEX
-                                                                : CH_STYLE_SYMPY)};
+                                                                : CH_STYLE_SYMPY),
+                sink};
     if (!w.pr) {
         free(sel);
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
@@ -605,4 +627,23 @@ int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
     free(sel);
     if (out->oom) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     return 0;
+}
+
+int ch_derivation_write(ch_buf *out, const ch_derivation *d, ch_format fmt,
+                        size_t nonly, const char *const *only, ch_error *err)
+{
+    return write_all(out, NULL, d, fmt, nonly, only, err);
+}
+
+int ch_derivation_fwrite(FILE *f, const ch_derivation *d, ch_format fmt,
+                         size_t nonly, const char *const *only, ch_error *err)
+{
+    ch_buf out;
+    ch_buf_init(&out);
+    int rc = write_all(&out, f, d, fmt, nonly, only, err);
+    if (!rc && out.len) fwrite(out.s, 1, out.len, f);
+    ch_buf_free(&out);
+    if (!rc && (fflush(f) || ferror(f)))
+        rc = ch_error_set(err, CH_ERR_IO, NULL, 0, 0, "cannot write the output");
+    return rc;
 }

@@ -520,7 +520,8 @@ static int cmd_show(repl *r, int argc, char **argv)
     ch_buf_init(&b);
     ch_error e;
     ch_error_clear(&e);
-    int rc = ch_derivation_tidy(r->d, (size_t)argc, (const char *const *)argv)
+    int rc = ch_derivation_prepare(r->d, CH_FORMAT_TEXT, (size_t)argc,
+                                   (const char *const *)argv)
                  ? complain(r, "out of memory")
            : ch_derivation_write(&b, r->d, CH_FORMAT_TEXT, (size_t)argc,
                                  (const char *const *)argv, &e) ? report(r, &e) : 0;

@@ -22,6 +22,7 @@
  * bounds the normal form gives up (-1) instead of exhausting memory. */
 #include "simplify.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,101 @@ static const ch_expr *expand_rec(ch_ctx *ctx, const ch_expr *e, int depth)
 const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e)
 {
     return expand_rec(ctx, e, 0);
+}
+
+/* The expansion as T terms of total size S (tree nodes, without the sum
+ * node), by expand's rules without cancellation: sums raised to positive
+ * integer powers distribute, every other factor is one opaque node. */
+typedef struct {
+    double terms, size;
+} ex_size;
+
+typedef struct {
+    ch_map memo; /* id -> index + 1 into val */
+    ex_size *val;
+    size_t n, cap;
+} ex_sizer;
+
+static ex_size ex_measure(ex_sizer *z, const ch_expr *e);
+
+/* Tree size of x once expanded, printed as one node (a factor, an
+ * argument). */
+static double ex_printed(ex_sizer *z, const ch_expr *x)
+{
+    ex_size v = ex_measure(z, x);
+    return v.size + (v.terms > 1 ? 1 : 0);
+}
+
+static ex_size ex_node(ex_sizer *z, const ch_expr *e)
+{
+    ex_size r = {1, 1};
+    switch (e->kind) {
+    case CH_ADD:
+        r.terms = fmpq_is_zero(e->num) ? 0 : 1;
+        r.size = r.terms;
+        for (uint32_t i = 0; i < e->n; i++) {
+            ex_size t = ex_measure(z, e->pair[i].e);
+            r.terms += t.terms;
+            r.size += t.size + t.terms; /* a coefficient per term, at most */
+        }
+        break;
+    case CH_MUL:
+        r.terms = 1;
+        r.size = 1; /* the coefficient */
+        for (uint32_t i = 0; i < e->n; i++) {
+            const ch_expr *b = e->pair[i].e;
+            const fmpq *c = e->pair[i].c;
+            if (b->kind == CH_ADD && fmpz_is_one(fmpq_denref(c)) && fmpq_sgn(c) > 0
+                && fmpz_cmp_ui(fmpq_numref(c), 64) <= 0) {
+                double k = (double)fmpz_get_ui(fmpq_numref(c));
+                ex_size t = ex_measure(z, b);
+                double tk = pow(t.terms, k);
+                /* every term of the product holds k terms of b */
+                r.size = r.size * tk + r.terms * k * tk * (t.terms ? t.size / t.terms : 0);
+                r.terms *= tk;
+            } else {
+                r.size = r.size + r.terms * (ex_printed(z, b) + 1);
+            }
+        }
+        r.size += r.terms; /* a product node per term */
+        break;
+    case CH_POW:
+    case CH_FUN:
+        for (uint32_t i = 0; i < (e->kind == CH_POW ? 2u : e->n); i++)
+            r.size += ex_printed(z, e->arg[i]);
+        break;
+    default:
+        break;
+    }
+    return r;
+}
+
+static ex_size ex_measure(ex_sizer *z, const ch_expr *e)
+{
+    size_t at = (size_t)(uintptr_t)ch_map_get(&z->memo, e->id);
+    if (at) return z->val[at - 1];
+    ex_size r = ex_node(z, e);
+    if (z->n == z->cap) {
+        size_t cap = z->cap ? 2 * z->cap : 64;
+        ex_size *v = realloc(z->val, cap * sizeof *v);
+        if (!v) return r; /* not memoized: slower, still a bound */
+        z->val = v;
+        z->cap = cap;
+    }
+    z->val[z->n++] = r;
+    if (ch_map_put(&z->memo, e->id, (void *)(uintptr_t)z->n)) z->n--;
+    return r;
+}
+
+double ch_expand_size_bound(const ch_expr *e)
+{
+    if (!e) return 0;
+    ex_sizer z = {0};
+    ch_map_init(&z.memo);
+    ex_size r = ex_measure(&z, e);
+    ch_map_free(&z.memo);
+    free(z.val);
+    return r.size + (r.terms > 1 ? 1 : 0);
 }
 
 /* ======================================================================

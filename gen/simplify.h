@@ -17,6 +17,12 @@
 /* Memoized in the context. NULL on failure. */
 const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e);
 
+/* An estimate of the tree size of ch_expand(e) if nothing cancelled, in
+ * time linear in the DAG (the expansion itself can take far longer): an
+ * expansion whose estimate is many times the size of e will not print
+ * shorter unless most of it cancels. */
+double ch_expand_size_bound(const ch_expr *e);
+
 /* 1: e is proven identically zero by the normal form; 0: not proven
  * (maybe nonzero, maybe beyond the normal form); -1: failure (e.g. the
  * normal form would exceed its size bound, or e has more than 600 DAG

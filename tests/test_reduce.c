@@ -58,10 +58,11 @@ static const ch_expr *dtmd_entry(ch_ctx *ctx, const ch_derivation *d,
 static void check_identities(const char *name, ch_ctx *ctx, ch_derivation *d)
 {
     const ch_model *m = d->model;
-    const ch_reduced *r = &d->red;
+    ch_reduced *r = &d->red;
     const ch_manifold *mf = &d->mf;
     const ch_lagrange *L = &d->lag;
     size_t n = r->n, k = r->k, mm = r->m;
+    ch_reduce_test_identity(ctx, r);
     CHECK_MSG(r->E_identity_test.verdict == CH_ZERO_YES, "%s: E* identity", name);
     if (r->explicit_alpha)
         for (size_t nu = 0; nu < k; nu++) {

@@ -382,6 +382,12 @@ static ch_sampler identity_sampler(const ch_reduced *r)
     return ch_manifold_sample_state;
 }
 
+void ch_reduce_test_identity(ch_ctx *ctx, ch_reduced *r)
+{
+    r->E_identity_test = ch_zero_test(ctx, r->E_identity, identity_sampler(r),
+                                      (void *)r->mf, 8);
+}
+
 /* ch_manifold_init has checked the block numerically; this is the
  * symbolic solve's own verdict, positioned at the `dependent` statement. */
 static int singular_block(const ch_model *m, ch_pos pos, ch_error *err)
@@ -420,8 +426,7 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     if (rc > 0) return singular_block(m, pos, err);
     if (rc < 0 || dependent_accelerations(&s) || energies(&s) || equations(&s))
         goto fail;
-    r.E_identity_test = ch_zero_test(ctx, r.E_identity, identity_sampler(&r),
-                                     (void *)mf, 8);
+    r.E_identity_test.verdict = CH_ZERO_UNKNOWN;
     *out = r;
     return 0;
 fail:;

@@ -34,7 +34,7 @@ typedef struct ch_reduced {
     const ch_expr **eqs;      /* m: reduced equations (= 0), contain q_tt_r */
     const ch_expr **M_star;   /* m*m: coefficient of q_tt_s in eqs_r */
     const ch_expr *E_identity;/* E* - E|alpha - sum (alpha_bar - alpha) p* */
-    ch_zero_result E_identity_test; /* must be YES */
+    ch_zero_result E_identity_test; /* must be YES: ch_reduce_test_identity */
     /* Memo of ch_reduce_on_motion (arena-owned, filled on use): every
      * reduced quantity is restricted to motions, and they share most of
      * their nodes. */
@@ -43,6 +43,11 @@ typedef struct ch_reduced {
 
 int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
                      ch_error *err);
+
+/* Tests E_identity at points of the manifold into E_identity_test. A
+ * self-check of the derivation that costs as much as the rest of the
+ * reduce stage on large models, so only the outputs that show it run it. */
+void ch_reduce_test_identity(ch_ctx *ctx, ch_reduced *r);
 
 /* F restricted to motions: q_t_dep -> alpha (when explicit) and
  * q_tt_dep -> qtt_dep. */
