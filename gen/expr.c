@@ -6,6 +6,7 @@
  * context's table and created only when absent. Children are always
  * interned before their parents, so structural equality of a candidate is a
  * shallow comparison (kinds, coefficients, child pointers). */
+#define _DEFAULT_SOURCE /* mmap flags and madvise under -std=c11 */
 #include "expr.h"
 
 #include <stdarg.h>
@@ -18,11 +19,13 @@
 typedef struct chunk {
     struct chunk *next;
     size_t size, used;
+    int mapped; /* from map_huge: munmap, not free */
     max_align_t data[];
 } chunk;
 
 struct ch_ctx {
     chunk *chunks;
+    size_t arena; /* bytes in chunks */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
     ch_expr **table; /* intern table, open addressing */
@@ -38,6 +41,47 @@ struct ch_ctx {
 };
 
 #define CHUNK_MIN (1u << 16)
+/* Past this much arena, chunks are 2 MB transparent huge pages where the
+ * system offers them: a large derivation fills megabytes of nodes, and on
+ * virtual machines a page fault per 4 kB page cost more than the work. */
+#define HUGE_AFTER (1u << 18)
+#define HUGE_SIZE (1u << 21)
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* A 2 MB aligned chunk advised as a huge page, or NULL (then malloc). */
+static chunk *map_huge(void)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    /* map twice the size and trim both ends to the aligned 2 MB */
+    size_t len = 2 * (size_t)HUGE_SIZE;
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    char *a = (char *)(((uintptr_t)p + HUGE_SIZE - 1) & ~(uintptr_t)(HUGE_SIZE - 1));
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (a + HUGE_SIZE < p + len) munmap(a + HUGE_SIZE, (size_t)(p + len - (a + HUGE_SIZE)));
+    madvise(a, HUGE_SIZE, MADV_HUGEPAGE); /* advice only: fine if refused */
+    chunk *c = (chunk *)a;
+    c->size = HUGE_SIZE - sizeof(chunk);
+    c->mapped = 1;
+    return c;
+#else
+    return NULL;
+#endif
+}
+
+static void chunk_free(chunk *c)
+{
+#if defined(__linux__)
+    if (c->mapped) {
+        munmap(c, HUGE_SIZE);
+        return;
+    }
+#endif
+    free(c);
+}
 
 /* Arena memory with undefined contents: for nodes, which are copied over
  * whole at once (clearing them first showed up in profiles). */
@@ -56,7 +100,14 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
     chunk *c = ctx->chunks;
     if (!c || c->size - c->used < size) {
         size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
-        c = malloc(sizeof(chunk) + cap);
+        c = NULL;
+        if (ctx->arena >= HUGE_AFTER && size <= HUGE_SIZE - sizeof(chunk))
+            c = map_huge();
+        if (c) {
+            cap = c->size;
+        } else if ((c = malloc(sizeof(chunk) + cap))) {
+            c->mapped = 0;
+        }
         if (!c) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return NULL;
@@ -65,6 +116,7 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
         c->used = 0;
         c->next = ctx->chunks;
         ctx->chunks = c;
+        ctx->arena += cap;
     }
     void *p = (char *)c->data + c->used;
     c->used += size;
@@ -220,7 +272,7 @@ void ch_ctx_free(ch_ctx *ctx)
     free(ctx->maps);
     for (chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
-        free(c);
+        chunk_free(c);
     }
     free(ctx);
 }
