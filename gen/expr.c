@@ -28,7 +28,7 @@ struct ch_ctx {
     size_t arena; /* bytes in chunks */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
-    ch_expr **table; /* intern table, open addressing */
+    ch_map_slot *table; /* intern table, open addressing: hash -> node */
     size_t tcap;
     ch_sym **syms;
     size_t nsyms, cap_syms;
@@ -166,8 +166,7 @@ void ch_map_init(ch_map *m) { memset(m, 0, sizeof *m); }
 
 void ch_map_free(ch_map *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slot);
     ch_map_init(m);
 }
 
@@ -176,32 +175,24 @@ void *ch_map_get(const ch_map *m, uint64_t key)
     if (!m->cap) return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == key) return m->vals[i];
-        if (m->keys[i] == 0) return NULL;
+        if (m->slot[i].key == key) return m->slot[i].val;
+        if (m->slot[i].key == 0) return NULL;
     }
 }
 
 static int map_grow(ch_map *m)
 {
     size_t cap = m->cap ? 2 * m->cap : 64;
-    uint64_t *keys = calloc(cap, sizeof *keys);
-    void **vals = calloc(cap, sizeof *vals);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -1;
-    }
+    ch_map_slot *slot = calloc(cap, sizeof *slot);
+    if (!slot) return -1;
     for (size_t j = 0; j < m->cap; j++) {
-        if (!m->keys[j]) continue;
-        size_t i = mix64(m->keys[j]) & (cap - 1);
-        while (keys[i]) i = (i + 1) & (cap - 1);
-        keys[i] = m->keys[j];
-        vals[i] = m->vals[j];
+        if (!m->slot[j].key) continue;
+        size_t i = mix64(m->slot[j].key) & (cap - 1);
+        while (slot[i].key) i = (i + 1) & (cap - 1);
+        slot[i] = m->slot[j];
     }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
+    free(m->slot);
+    m->slot = slot;
     m->cap = cap;
     return 0;
 }
@@ -211,10 +202,10 @@ int ch_map_put(ch_map *m, uint64_t key, void *val)
     if (2 * (m->len + 1) > m->cap && map_grow(m)) return -1;
     size_t mask = m->cap - 1;
     size_t i = mix64(key) & mask;
-    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
-    if (!m->keys[i]) m->len++;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    while (m->slot[i].key && m->slot[i].key != key) i = (i + 1) & mask;
+    if (!m->slot[i].key) m->len++;
+    m->slot[i].key = key;
+    m->slot[i].val = val;
     return 0;
 }
 
@@ -340,14 +331,13 @@ static int node_equal(const ch_expr *a, const ch_expr *b)
 static int table_grow(ch_ctx *ctx)
 {
     size_t cap = ctx->tcap ? 2 * ctx->tcap : 1024;
-    ch_expr **t = calloc(cap, sizeof *t);
+    ch_map_slot *t = calloc(cap, sizeof *t);
     if (!t) return -1;
     for (size_t j = 0; j < ctx->tcap; j++) {
-        ch_expr *e = ctx->table[j];
-        if (!e) continue;
-        size_t i = e->hash & (cap - 1);
-        while (t[i]) i = (i + 1) & (cap - 1);
-        t[i] = e;
+        if (!ctx->table[j].val) continue;
+        size_t i = ctx->table[j].key & (cap - 1);
+        while (t[i].val) i = (i + 1) & (cap - 1);
+        t[i] = ctx->table[j];
     }
     free(ctx->table);
     ctx->table = t;
@@ -384,8 +374,10 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
     }
     size_t tmask = ctx->tcap - 1;
     size_t i = cand->hash & tmask;
-    for (; ctx->table[i]; i = (i + 1) & tmask)
-        if (node_equal(ctx->table[i], cand)) return ctx->table[i];
+    /* the stored hash spares a visit to every node probed */
+    for (; ctx->table[i].val; i = (i + 1) & tmask)
+        if (ctx->table[i].key == cand->hash && node_equal(ctx->table[i].val, cand))
+            return ctx->table[i].val;
 
     if (ctx->node_limit && ctx->nnodes >= ctx->node_limit) {
         ch_ctx_fail(ctx, CH_ERR_LIMIT,
@@ -413,7 +405,8 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
     for (uint32_t j = 0; j < n; j++) fmpq_init(cand->pair[j].c);
     e->id = (uint32_t)++ctx->nnodes;
     ctx->nodes[e->id - 1] = e;
-    ctx->table[i] = e;
+    ctx->table[i].key = e->hash;
+    ctx->table[i].val = e;
     return e;
 }
 

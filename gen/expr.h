@@ -244,8 +244,13 @@ size_t ch_tree_size(const ch_expr *e, size_t cap);
 /* Open-addressing map from a nonzero 64-bit key to a pointer; keys are
  * usually node ids, or (id << 32 | id2) for pairs. */
 typedef struct {
-    uint64_t *keys;
-    void **vals;
+    uint64_t key; /* 0: empty */
+    void *val;
+} ch_map_slot;
+
+/* (A key and its value share a cache line: a lookup is one miss.) */
+typedef struct {
+    ch_map_slot *slot;
     size_t cap, len;
 } ch_map;
 
