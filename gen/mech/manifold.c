@@ -10,9 +10,14 @@
  * proves that X holds exactly one root of phi, and that root lies in K(X).
  * The dependent velocity balls are set to K(X), so an expression that
  * vanishes on the manifold gets an enclosure of 0 (with a radius of about
- * 2^-(prec-24)), not merely a small value. Finally q_tt and lambda solve the
- * KKT system by arb_mat_solve, which encloses the solution for every
- * matrix in the balls or reports failure. */
+ * 2^-(prec-24)), not merely a small value. When the constraints are affine
+ * in the dependent velocities (decided once by ch_manifold_init; linear and
+ * affine nonholonomic constraints, the common case), all of that is
+ * replaced by one evaluation of phi and its block at v = 0 and a rigorous
+ * ball solve of the linear system (solve_affine), with the general path as
+ * fallback. Finally q_tt and lambda solve the KKT system by arb_mat_solve,
+ * which encloses the solution for every matrix in the balls or reports
+ * failure. */
 #include "manifold.h"
 
 #include <math.h>
@@ -21,6 +26,7 @@
 #include <string.h>
 
 #include "../matrix.h"
+#include "../subst.h"
 
 #define RANK_POINTS 6
 /* Generic points tried when choosing the dependent velocities. */
@@ -211,6 +217,84 @@ static int make_multipliers(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
     return 0;
 }
 
+/* ======================================================================
+ * constraints affine in the dependent velocities
+ * ====================================================================== */
+
+/* Nesting of sums and products followed below a constraint before giving
+ * up (the answer "not affine" only costs the general sampler). */
+#define AFFINE_MAX_DEPTH 4096
+
+/* 1 when e is built from the dependent velocities (symbols of f) by sums
+ * and by products in which exactly one factor holds them, to the power 1;
+ * 0 otherwise, -1 on failure. Such an e is a polynomial of degree <= 1 in
+ * them whose coefficients are subexpressions free of them: it is defined
+ * for every value of the dependent velocities as soon as it is defined for
+ * one (the coefficients do not see them), and equals its value at 0 plus
+ * its exact derivative times the velocities. A symbolic derivative free of
+ * the velocities alone would not give that: sqrt(v)^2 has derivative 1
+ * but no value at v < 0. memo: node id -> 1 (no), 2 (yes). */
+static int affine_in(ch_ctx *ctx, ch_sym_finder *f, ch_map *memo,
+                     const ch_expr *e)
+{
+    int has = ch_sym_finder_has(ctx, f, e);
+    if (has <= 0) return has < 0 ? -1 : 1;
+    if (e->kind == CH_SYM) return 1;
+    if ((e->kind != CH_ADD && e->kind != CH_MUL) || e->depth > AFFINE_MAX_DEPTH)
+        return 0;
+    uintptr_t seen = (uintptr_t)ch_map_get(memo, e->id);
+    if (seen) return seen == 2;
+    int yes = 1, holders = 0;
+    for (uint32_t i = 0; i < e->n && yes == 1; i++) {
+        const ch_expr *c = e->pair[i].e;
+        if (e->kind == CH_MUL) {
+            int h = ch_sym_finder_has(ctx, f, c);
+            if (h < 0) return -1;
+            if (!h) continue;
+            if (++holders > 1 || !fmpq_is_one(e->pair[i].c)) {
+                yes = 0;
+                break;
+            }
+        }
+        yes = affine_in(ctx, f, memo, c);
+    }
+    if (yes < 0) return -1;
+    if (ch_map_put(memo, e->id, (void *)(uintptr_t)(yes ? 2 : 1))) return -1;
+    return yes;
+}
+
+/* Decides mf->affine: every phi affine in the dependent velocities (see
+ * affine_in) and every entry of the dependent block of G free of them
+ * (implied when the derivative is exact; checked anyway, it is cheap).
+ * 0, or -1 on failure. */
+static int decide_affine(ch_ctx *ctx, const ch_lagrange *L, ch_manifold *mf)
+{
+    size_t k = mf->k, n = mf->n;
+    mf->affine = 0;
+    if (!k) return 0;
+    const ch_expr **v = malloc(k * sizeof *v);
+    if (!v) return -1;
+    for (size_t a = 0; a < k; a++) v[a] = mf->model->qt[mf->dep[a]];
+    ch_sym_finder f;
+    int rc = ch_sym_finder_init(ctx, &f, k, v);
+    free(v);
+    if (rc) return -1;
+    ch_map memo;
+    ch_map_init(&memo);
+    int yes = 1;
+    for (size_t a = 0; a < k && yes == 1; a++) {
+        yes = affine_in(ctx, &f, &memo, L->phi[a]);
+        for (size_t b = 0; b < k && yes == 1; b++) {
+            int h = ch_sym_finder_has(ctx, &f, L->G[a * n + mf->dep[b]]);
+            yes = h < 0 ? -1 : !h;
+        }
+    }
+    ch_map_free(&memo);
+    if (yes < 0) return -1;
+    mf->affine = yes;
+    return 0;
+}
+
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                      ch_manifold *out, ch_error *err)
 {
@@ -240,6 +324,11 @@ int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         if (!mf.is_dep[i]) mf.indep[r++] = (int)i;
     int rc = make_multipliers(ctx, m, &mf, err);
     if (rc) return rc;
+    if (decide_affine(ctx, L, &mf)) {
+        const ch_error *e = ch_ctx_error(ctx);
+        return ch_error_set(err, e->code ? e->code : CH_ERR_MEMORY, m->file,
+                            0, 0, "%s", e->code ? e->msg : "out of memory");
+    }
     *out = mf;
     return 0;
 }
@@ -687,12 +776,80 @@ static int certify(dsolver *s, arb_struct *sv, slong prec)
     return -1;
 }
 
+/* The affine case (mf->affine): phi(v) = b + A v exactly for every value
+ * v of the dependent velocities, with b = phi(v = 0) and A the dependent
+ * block of G, which does not involve v (see affine_in). One evaluation of
+ * b and A in balls at v = 0 and a rigorous ball solve of A v = -b give
+ * balls that hold the exact values of b and A, hence the exact (unique:
+ * every matrix of the balls is regular) root, which is what Krawczyk would
+ * prove, without Newton or the evaluation over a box. Nonzero when the
+ * evaluation fails, a pivot ball holds 0 or a result is not tight: the
+ * caller then runs the general path, which decides those points as
+ * before. */
+static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
+{
+    const ch_manifold *mf = s->mf;
+    slong k = (slong)s->k, wp = prec + GUARD_BITS;
+    size_t cnt = s->k + s->k * s->k;
+    arb_ptr b = _arb_vec_init(k), x = _arb_vec_init(k);
+    arb_mat_t A, B, X;
+    arb_mat_init(A, k, k);
+    arb_mat_init(B, k, 1);
+    arb_mat_init(X, k, 1);
+    arb_ptr *dst = malloc(cnt * sizeof *dst);
+    int rc = -1;
+    if (!dst) goto out;
+    for (slong a = 0; a < k; a++) {
+        arb_zero(sv + dep_sid(mf, (size_t)a));
+        dst[a] = b + a;
+    }
+    for (size_t i = 0; i < s->k * s->k; i++)
+        dst[s->k + i] = arb_mat_entry(A, (slong)(i / s->k), (slong)(i % s->k));
+    if (ch_eval_arb_many(mf->ctx, cnt, s->fx, dst, sv, wp)) goto out;
+    if (s->tri) {
+        /* row prow[i] holds the unknowns pcol[0..i]: forward substitution
+         * x[pcol[i]] = -(b[prow[i]] + sum_{j<i} A[prow[i]][pcol[j]]
+         * x[pcol[j]]) / A[prow[i]][pcol[i]], every operation enclosing */
+        for (slong i = 0; i < k; i++) {
+            slong r = (slong)s->prow[i];
+            arb_ptr xi = x + s->pcol[i], p = arb_mat_entry(A, r, (slong)s->pcol[i]);
+            if (arb_contains_zero(p) || !arb_is_finite(p)) goto out;
+            arb_set(xi, b + r);
+            for (slong j = 0; j < i; j++)
+                arb_addmul(xi, arb_mat_entry(A, r, (slong)s->pcol[j]), x + s->pcol[j], wp);
+            arb_div(xi, xi, p, wp);
+            arb_neg(xi, xi);
+        }
+    } else {
+        for (slong a = 0; a < k; a++) arb_neg(arb_mat_entry(B, a, 0), b + a);
+        if (!arb_mat_solve(X, A, B, wp)) goto out;
+        for (slong a = 0; a < k; a++) arb_swap(x + a, arb_mat_entry(X, a, 0));
+    }
+    /* as tight as certify() makes them, so the zero test's verdicts stay
+     * what they were: 2^-(prec/2) is its tolerance */
+    for (slong a = 0; a < k; a++)
+        if (!arb_is_finite(x + a) || mag_cmp_2exp_si(arb_radref(x + a), -prec / 2 - 16) >= 0)
+            goto out;
+    for (slong a = 0; a < k; a++) arb_swap(sv + dep_sid(mf, (size_t)a), x + a);
+    rc = 0;
+out:
+    free(dst);
+    _arb_vec_clear(b, k);
+    _arb_vec_clear(x, k);
+    arb_mat_clear(A);
+    arb_mat_clear(B);
+    arb_mat_clear(X);
+    return rc;
+}
+
 static int solve_dependent(dsolver *s, flint_rand_t rnd, arb_struct *sv,
                            slong prec)
 {
     const ch_manifold *mf = s->mf;
     for (size_t i = 0; i < s->ns; i++)
         s->d[i] = arf_get_d(arb_midref(sv + i), ARF_RND_NEAR);
+    /* s->d keeps the drawn starting values for the general path */
+    if (mf->affine && !solve_affine(s, sv, prec)) return 0;
     int ok = 0;
     for (int start = 0; start < NEWTON_STARTS && !ok; start++) {
         if (start)

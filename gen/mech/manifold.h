@@ -4,7 +4,8 @@
  * A point is t, q, parameters and the independent velocities drawn at
  * random; the dependent velocities solve phi(t, q, q_t) = 0 by Newton's
  * method in ball arithmetic (so nonlinear constraints need no symbolic
- * alpha); accelerations q_tt and multipliers lambda solve the KKT system
+ * alpha), or by one linear ball solve when phi is affine in them;
+ * accelerations q_tt and multipliers lambda solve the KKT system
  * [M -G^T; G 0][q_tt; lambda] = [Q - h; -c] of THEORY §2 in ball
  * arithmetic. Every derived expression can then be evaluated "on
  * motions" by the zero test with ch_manifold_sample as its sampler. */
@@ -24,6 +25,11 @@ typedef struct ch_manifold {
     int *is_dep;  /* n flags */
     int auto_chosen; /* 1 when chosen by the tool (no `dependent` statement) */
     const ch_expr **lambda; /* k multiplier symbols lambda_1..lambda_k */
+    /* 1 when phi is affine in the dependent velocities (built from them by
+     * sums and products of exponent 1 only, and its block of G free of
+     * them): a sample then solves one linear system instead of Newton plus
+     * Krawczyk. */
+    int affine;
 } ch_manifold;
 
 /* Takes the `dependent` statement (checking that its block of G is not
