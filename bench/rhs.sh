@@ -45,6 +45,8 @@ for m in $models; do
         ms_since "$s" > "$tmp/$m.$c.build"
         hand=
         [ -f "bench/hand/$p.c" ] && hand="-DHAND bench/hand/$p.c"
+        # the angles th0..thN of the n-trailer are q[2..N+2]
+        [ $m = trailer10 ] && hand="-DFLOOR -DFLOOR_FROM=2 -DFLOOR_TO=13 bench/hand/trig_floor.c"
         # shellcheck disable=SC2086
         $c -O2 -DBENCH_HEADER="\"$p.h\"" -DPREFIX=$p -I"$tmp/gen" \
             bench/rhs_bench.c "$tmp/$p.$c.o" $hand -lm -o "$tmp/bench_$m.$c"
@@ -76,4 +78,9 @@ for m in $models; do
         [ $c = gcc ] && label="gcc -O2"
         echo "| $m | $label | $ei | ${hi:--} | $(ratio "$ei" "${hi:-0}") | $ec | ${hc:--} | $(ratio "$ec" "${hc:-0}") |"
     done
+done
+echo
+for c in gcc tcc; do
+    fl=$(key "$tmp/trailer10.$c" floor_indep_ns)
+    echo "trailer10, $c: sin and cos of the 11 angles alone (bench/hand/trig_floor.c) take $fl ns per call, $(ratio "$fl" "$(key "$tmp/trailer10.$c" emitted_indep_ns)") of the emitted rhs."
 done
