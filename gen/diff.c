@@ -19,20 +19,69 @@ typedef struct {
     const ch_map *dir;
     ch_mask mask;
     ch_map *memo;
-    int shallow; /* levels below the root that bypass the memo */
+    int shallow; /* levels below the root kept in `local`, not in memo */
+    ch_map *local;
+    ch_map *prod; /* (cofactor id, derivative id) -> their product, or NULL */
+    ch_map *near; /* a small copy of what is read from memo, or NULL */
 } dmode;
 
+/* memo lookup through the small map `near` when there is one: the mass
+ * matrix reads the same few entries (derivatives of the inner sums by each
+ * velocity, cofactors) n times each, and the context's memo is large
+ * enough that every read of it is a cache miss. */
+static const ch_expr *memo_get(const dmode *x, ch_map *memo, uint64_t key)
+{
+    if (x->near && memo != x->local) {
+        const ch_expr *r = ch_map_get(x->near, key);
+        if (r) return r;
+        r = ch_map_get(memo, key);
+        if (r) (void)ch_map_put(x->near, key, (void *)r); /* only a cache */
+        return r;
+    }
+    return ch_map_get(memo, key);
+}
+
+static int memo_put(ch_ctx *ctx, const dmode *x, ch_map *memo, uint64_t key,
+                    const ch_expr *r)
+{
+    if (ch_map_put(memo, key, (void *)r)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return -1;
+    }
+    if (x->near && memo != x->local) (void)ch_map_put(x->near, key, (void *)r);
+    return 0;
+}
+
+/* Levels of ch_diff_once (and ch_diff_symmetric) kept in a memo of the
+ * call. The mass matrix differentiates each momentum p_i = sum of terms
+ * c * (a X_j + b Y_j) once by every velocity, and the nodes of its top four
+ * levels (term, its product, the inner sum, its products) occur in no
+ * other derivative: in the context's memo they were O(n^3) entries that
+ * are never read again, and every later lookup paid for the larger table.
+ * The small per-call map still shares them within the call. */
+#define DIFF_ONCE_LEVELS 4
+
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
+
+/* x^c as a factor of a product: x itself for c = 1, without the pass of
+ * ch_pow_q through the product machinery (which builds nothing then,
+ * except for a sum whose leading coefficient is not 1: kept for it). */
+static const ch_expr *factor_pow(ch_ctx *ctx, const ch_expr *x, const fmpq_t c)
+{
+    if (x && fmpq_is_one(c) && (x->kind != CH_ADD || fmpq_is_one(x->pair[0].c)))
+        return x;
+    return ch_pow_q(ctx, x, c);
+}
 
 /* e without its factor i (coefficient kept), memoized in the derivative
  * memo under a key no derivative uses (top bit set): a term c * b of a
  * long sum is differentiated by every variable b depends on, and the
  * cofactor c is the same each time. NULL on failure. */
 static const ch_expr *cofactor(ch_ctx *ctx, const ch_expr *e, uint32_t i,
-                               ch_map *memo)
+                               const dmode *x)
 {
     uint64_t key = 1ULL << 63 | (uint64_t)i << 32 | e->id;
-    const ch_expr *r = ch_map_get(memo, key);
+    const ch_expr *r = memo_get(x, x->memo, key);
     if (r) return r;
     const ch_expr **f = malloc((e->n + 1) * sizeof *f);
     if (!f) {
@@ -40,15 +89,12 @@ static const ch_expr *cofactor(ch_ctx *ctx, const ch_expr *e, uint32_t i,
         return NULL;
     }
     size_t n = 0;
-    f[n++] = ch_num_q(ctx, e->num);
+    if (!fmpq_is_one(e->num)) f[n++] = ch_num_q(ctx, e->num);
     for (uint32_t j = 0; j < e->n; j++)
-        if (j != i) f[n++] = ch_pow_q(ctx, e->pair[j].e, e->pair[j].c);
+        if (j != i) f[n++] = factor_pow(ctx, e->pair[j].e, e->pair[j].c);
     r = ch_mul_n(ctx, n, f);
     free(f);
-    if (r && ch_map_put(memo, key, (void *)r)) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
+    if (r && memo_put(ctx, x, x->memo, key, r)) return NULL;
     return r;
 }
 
@@ -66,7 +112,19 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     if (ndep == 1 && fmpq_is_one(e->pair[dep].c)) {
         const ch_expr *db = deriv(ctx, e->pair[dep].e, x);
         if (!db || ch_is_zero(db)) return db;
-        return ch_mul(ctx, cofactor(ctx, e, dep, x->memo), db);
+        const ch_expr *cof = cofactor(ctx, e, dep, x);
+        if (!x->prod || !cof) return ch_mul(ctx, cof, db);
+        /* the same product recurs in every term of a sum whose terms differ
+         * only in what the derivative does not see (the mass matrix) */
+        uint64_t key = (uint64_t)cof->id << 32 | db->id;
+        const ch_expr *r = ch_map_get(x->prod, key);
+        if (r) return r;
+        r = ch_mul(ctx, cof, db);
+        if (r && ch_map_put(x->prod, key, (void *)r)) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return NULL;
+        }
+        return r;
     }
     const ch_expr **terms = malloc(e->n * sizeof *terms);
     if (!terms) {
@@ -82,9 +140,11 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
             return NULL;
         }
         if (ch_is_zero(db)) continue;
-        const ch_expr *f[4] = {e, ch_num_q(ctx, e->pair[i].c),
-                               ch_pow_si(ctx, e->pair[i].e, -1), db};
-        terms[n++] = ch_mul_n(ctx, 4, f);
+        /* e * c * b^-1 * b' (a factor c = 1 changes nothing) */
+        int one = fmpq_is_one(e->pair[i].c);
+        const ch_expr *c = one ? NULL : ch_num_q(ctx, e->pair[i].c);
+        const ch_expr *f[4] = {e, ch_pow_si(ctx, e->pair[i].e, -1), db, c};
+        terms[n++] = ch_mul_n(ctx, one ? 3 : 4, f);
     }
     const ch_expr *r = ch_add_n(ctx, n, terms);
     free(terms);
@@ -206,22 +266,20 @@ static const ch_expr *rules(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
-    if (!e) return NULL;
+    if (!e || ch_ctx_exhausted(ctx)) return NULL;
     if (!ch_mask_meets(&e->symmask, &x->mask)) return ch_zero(ctx);
     if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
-    if (x->shallow) {
-        dmode y = *x;
-        y.shallow--;
-        return rules(ctx, e, &y);
-    }
     uint64_t key = x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
-    const ch_expr *r = ch_map_get(x->memo, key);
-    if (r) return r;
-    r = rules(ctx, e, x);
-    if (r && ch_map_put(x->memo, key, (void *)r)) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
+    ch_map *memo = x->memo;
+    dmode y = *x;
+    if (x->shallow) {
+        memo = x->local;
+        y.shallow--;
     }
+    const ch_expr *r = memo_get(x, memo, key);
+    if (r) return r;
+    r = rules(ctx, e, &y);
+    if (r && memo_put(ctx, x, memo, key, r)) return NULL;
     return r;
 }
 
@@ -232,26 +290,51 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
         ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
         return NULL;
     }
-    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 0};
+    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 0, NULL, NULL, NULL};
     ch_mask_add(&d.mask, sym->sym->sid);
     return deriv(ctx, e, &d);
 }
 
 const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
 {
-    if (!e || !sym) return NULL;
-    if (sym->kind != CH_SYM) {
-        ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
-        return NULL;
-    }
-    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 2};
-    ch_mask_add(&d.mask, sym->sym->sid);
-    return deriv(ctx, e, &d);
+    const ch_expr *r = NULL;
+    return ch_diff_symmetric(ctx, 1, &e, &sym, &r) ? NULL : r;
+}
+
+int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
+                      const ch_expr *const *syms, const ch_expr **out)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!syms[j] || syms[j]->kind != CH_SYM) {
+            ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
+            return -1;
+        }
+    ch_map local, prod, near;
+    ch_map_init(&prod);
+    ch_map_init(&near);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        for (size_t j = i; j < n; j++) {
+            ch_map_init(&local);
+            dmode d = {syms[j], NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF),
+                       DIFF_ONCE_LEVELS, &local, &prod, n > 1 ? &near : NULL};
+            ch_mask_add(&d.mask, syms[j]->sym->sid);
+            const ch_expr *r = e[i] ? deriv(ctx, e[i], &d) : NULL;
+            ch_map_free(&local);
+            out[i * n + j] = out[j * n + i] = r;
+            if (!r) {
+                rc = -1;
+                break;
+            }
+        }
+    ch_map_free(&prod);
+    ch_map_free(&near);
+    return rc;
 }
 
 const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e)
 {
-    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T), 0};
+    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T), 0, NULL, NULL, NULL};
     return deriv(ctx, e, &d);
 }
 
@@ -280,6 +363,6 @@ int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
 const ch_expr *ch_diff_dir_apply(ch_ctx *ctx, ch_diff_dir *v, const ch_expr *e)
 {
     if (!v->memo) return NULL;
-    dmode d = {NULL, v->dir, v->mask, v->memo, 0};
+    dmode d = {NULL, v->dir, v->mask, v->memo, 0, NULL, NULL, NULL};
     return deriv(ctx, e, &d);
 }

@@ -10,11 +10,22 @@
 
 /* d e / d sym, sym a symbol node. */
 const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
-/* The same derivative, but the root and its operands are not memoized
- * (their descendants are): for many derivatives of expressions that are
- * differentiated once by each symbol (the entries of a Jacobian whose rows
- * are long sums of private terms), the memo would only grow. */
+/* The same derivative, but the nodes of the top levels (the root, its
+ * operands and two levels below them) are memoized for this call only
+ * (deeper descendants go to the context's memo): for many derivatives of
+ * expressions that are differentiated once by each symbol (the entries of
+ * a Jacobian whose rows are long sums of private terms), the context's
+ * memo would only grow. The result is the same node as ch_diff's. */
 const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
+/* out[i*n + j] = out[j*n + i] = ch_diff_once(e[i], syms[j]) for j >= i,
+ * in that order (the mass matrix from the momenta: symmetric, so half the
+ * derivatives). The calls share two small maps besides the context's memo:
+ * products of a cofactor and a derivative, which recur in every term of a
+ * momentum (M_ij is a sum of identical terms), and the entries read from
+ * the memo, each read about n times. 0, or -1 on failure (context error
+ * set). */
+int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
+                      const ch_expr *const *syms, const ch_expr **out);
 /* Total time derivative d/dt e = de/dt + sum over symbols s of s.dot * de/ds
  * (THEORY §0): a symbol's derivative is its `dot` (0 when unset). A symbol
  * of order 2 with no dot is an error (third derivatives are not needed). */

@@ -19,7 +19,7 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e);
 
 static const ch_expr *visit(subst_state *s, const ch_expr *e)
 {
-    if (!e) return NULL;
+    if (!e || ch_ctx_exhausted(s->ctx)) return NULL;
     const ch_expr *r = ch_map_get(s->cache, e->id);
     if (r) return r;
     if (!ch_mask_meets(&e->symmask, &s->mask)) return e;
@@ -29,6 +29,17 @@ static const ch_expr *visit(subst_state *s, const ch_expr *e)
         return NULL;
     }
     return r;
+}
+
+/* x^c as a factor of a product. For c = 1 the power is x itself, and
+ * ch_pow_q only makes it after a pass through the product machinery that
+ * builds nothing, except for a sum whose leading coefficient is not 1
+ * (made primitive: a new node, kept for that case). */
+static const ch_expr *factor_pow(ch_ctx *ctx, const ch_expr *x, const fmpq_t c)
+{
+    if (x && fmpq_is_one(c) && (x->kind != CH_ADD || fmpq_is_one(x->pair[0].c)))
+        return x;
+    return ch_pow_q(ctx, x, c);
 }
 
 static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
@@ -41,16 +52,27 @@ static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         goto out;
     }
+    int same = 1;
     for (uint32_t i = 0; i < e->n; i++) {
         x[i] = visit(s, e->pair[i].e);
         c[i] = *e->pair[i].c; /* shallow: a read-only view */
+        same &= x[i] == e->pair[i].e;
+    }
+    /* nothing below changed (the symbol masks are supersets once a model
+     * has more symbols than they have bits, and then most visited nodes
+     * contain no replaced symbol): e is its own canonical rebuild */
+    if (same) {
+        r = e;
+        goto out;
     }
     if (e->kind == CH_ADD) {
         r = ch_lincomb(ctx, e->num, e->n, c, x);
     } else {
-        for (uint32_t i = 0; i < e->n; i++) x[i] = ch_pow_q(ctx, x[i], c + i);
-        x[e->n] = ch_num_q(ctx, e->num);
-        r = ch_mul_n(ctx, e->n + 1, x);
+        for (uint32_t i = 0; i < e->n; i++) x[i] = factor_pow(ctx, x[i], c + i);
+        /* a coefficient 1 changes nothing (and its node exists) */
+        size_t nx = e->n;
+        if (!fmpq_is_one(e->num)) x[nx++] = ch_num_q(ctx, e->num);
+        r = ch_mul_n(ctx, nx, x);
     }
 out:
     free(x);
@@ -63,12 +85,21 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e)
     switch (e->kind) {
     case CH_ADD:
     case CH_MUL: return rebuild_pairs(s, e);
-    case CH_POW:
-        return ch_pow(s->ctx, visit(s, e->arg[0]), visit(s, e->arg[1]));
-    case CH_FUN:
-        if (e->fun == CH_F_ATAN2)
-            return ch_atan2(s->ctx, visit(s, e->arg[0]), visit(s, e->arg[1]));
-        return ch_fun1(s->ctx, (ch_fun)e->fun, visit(s, e->arg[0]));
+    case CH_POW: {
+        const ch_expr *b = visit(s, e->arg[0]), *x = visit(s, e->arg[1]);
+        if (b == e->arg[0] && x == e->arg[1]) return e;
+        return ch_pow(s->ctx, b, x);
+    }
+    case CH_FUN: {
+        const ch_expr *a = visit(s, e->arg[0]);
+        if (e->fun == CH_F_ATAN2) {
+            const ch_expr *b = visit(s, e->arg[1]);
+            if (a == e->arg[0] && b == e->arg[1]) return e;
+            return ch_atan2(s->ctx, a, b);
+        }
+        if (a == e->arg[0]) return e;
+        return ch_fun1(s->ctx, (ch_fun)e->fun, a);
+    }
     default: return e; /* a symbol that is not replaced, or a number */
     }
 }
@@ -178,6 +209,29 @@ const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
     return visit(&s, e);
 }
 
+int ch_subst_memo_inherit(ch_ctx *ctx, ch_subst_memo *m,
+                          const ch_subst_memo *base, size_t n,
+                          const ch_expr *const *syms)
+{
+    if (!m->cache || !base->cache) return -1;
+    ch_sym_finder f;
+    if (ch_sym_finder_init(ctx, &f, n, syms)) return -1;
+    const ch_map *bc = base->cache;
+    for (size_t i = 0; i < bc->cap; i++) {
+        uint64_t key = bc->slot[i].key;
+        if (!key || ch_map_get(m->cache, key)) continue;
+        const ch_expr *e = ch_ctx_node(ctx, (uint32_t)key);
+        if (!e) continue;
+        int has = ch_sym_finder_has(ctx, &f, e);
+        if (has < 0) return -1;
+        if (!has && ch_map_put(m->cache, key, bc->slot[i].val)) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 const ch_expr *ch_subst(ch_ctx *ctx, const ch_expr *e, size_t n,
                         const ch_expr *const *from, const ch_expr *const *to)
 {
@@ -206,11 +260,24 @@ int ch_sym_finder_init(ch_ctx *ctx, ch_sym_finder *f, size_t n,
     return 0;
 }
 
+/* By kind, the mask holds the symbols of that kind (a subtree whose mask
+ * misses them all is not walked), brought up to date with the symbols made
+ * since: the mask of a node only has symbols that existed when it was
+ * built. */
+static void kind_mask_update(ch_ctx *ctx, ch_sym_finder *f)
+{
+    size_t ns = ch_ctx_nsyms(ctx);
+    for (; f->nsyms < ns; f->nsyms++) {
+        const ch_sym *s = ch_ctx_sym(ctx, (uint32_t)f->nsyms);
+        if (s && (int)s->kind == f->kind) ch_mask_add(&f->mask, s->sid);
+    }
+}
+
 int ch_sym_finder_init_kind(ch_ctx *ctx, ch_sym_finder *f, ch_sym_kind kind)
 {
     memset(f, 0, sizeof *f);
     f->kind = (int)kind;
-    f->mask = ch_mask_full();
+    kind_mask_update(ctx, f);
     return (f->memo = ch_ctx_new_map(ctx)) ? 0 : -1;
 }
 
@@ -225,6 +292,7 @@ static int finder_leaf(const ch_sym_finder *f, const ch_expr *e)
 int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
 {
     if (!e || !f->memo) return 0;
+    if (!f->set) kind_mask_update(ctx, f);
     size_t cap = 64, top = 0;
     struct frame { const ch_expr *e; uint32_t next; } *st = malloc(cap * sizeof *st);
     if (!st) goto oom;

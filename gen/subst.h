@@ -35,6 +35,16 @@ int ch_subst_memo_init(ch_ctx *ctx, ch_subst_memo *m, size_t n,
 const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
                                    const ch_expr *e);
 
+/* Takes over the results of `base` for every node free of the n symbols
+ * syms, when m's pairs are base's pairs plus pairs whose from nodes are
+ * among syms (non-symbols in syms are ignored, so they must not be from
+ * nodes): on such nodes both substitutions agree, and m would rebuild them
+ * into the very nodes base built. Call it right after ch_subst_memo_init
+ * of m. 0, or -1 on failure (context error set). */
+int ch_subst_memo_inherit(ch_ctx *ctx, ch_subst_memo *m,
+                          const ch_subst_memo *base, size_t n,
+                          const ch_expr *const *syms);
+
 /* "Does e contain one of these symbols (or a symbol of this kind)?" for
  * many overlapping expressions: the answer of every visited node is kept
  * for the lifetime of the context, so asking about k expressions that
@@ -46,6 +56,7 @@ typedef struct {
     ch_map *set;  /* sid + 1 -> symbol, context-owned (NULL: by kind) */
     int kind;     /* with set NULL: the ch_sym_kind looked for */
     ch_mask mask;
+    size_t nsyms; /* by kind: symbols of the context already in mask */
 } ch_sym_finder;
 
 /* 0, or -1 on failure (context error set). */

@@ -46,12 +46,7 @@ static const ch_expr **mass_matrix(ch_ctx *ctx, const ch_model *m,
 {
     size_t n = m->n;
     const ch_expr **M = ch_mat_new(ctx, n, n);
-    if (!M) return NULL;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i; j < n; j++) {
-            if (!(M[i * n + j] = ch_diff_once(ctx, p[i], m->qt[j]))) return NULL;
-            M[j * n + i] = M[i * n + j];
-        }
+    if (!M || ch_diff_symmetric(ctx, n, p, m->qt, M)) return NULL;
     return M;
 }
 

@@ -64,6 +64,17 @@ const ch_expr *ch_reduce_on_motion(ch_ctx *ctx, const ch_reduced *r,
     }
     if (!memo) return ch_subst(ctx, F, n, from, to);
     if (ch_subst_memo_init(ctx, &memo->sub[which], n, from, to)) return NULL;
+    /* The first substitution (v_dep -> alpha) has rebuilt the derivatives
+     * of alpha, which the derivatives in B and the reduced equations
+     * share; on nodes without dependent accelerations the second one
+     * agrees with it and reuses its results instead of rebuilding them. */
+    if (which == 1 && memo->ready[0] && r->alpha) {
+        const ch_expr **adep = arr(ctx, k);
+        if (!adep) return NULL;
+        for (size_t nu = 0; nu < k; nu++) adep[nu] = mf->model->qtt[mf->dep[nu]];
+        if (ch_subst_memo_inherit(ctx, &memo->sub[1], &memo->sub[0], k, adep))
+            return NULL;
+    }
     memo->ready[which] = 1;
     return ch_subst_memo_apply(ctx, &memo->sub[which], F);
 }
