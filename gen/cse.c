@@ -56,8 +56,10 @@ typedef struct {
     uint64_t hash;
 } node;
 
+/* (8 bytes: the table is probed at random, once per value made, and is
+ * several megabytes; half the size is fewer cache misses) */
 typedef struct {
-    uint64_t h; /* the hash, compared before the value is looked at */
+    uint32_t h; /* the hash's high half, compared before the value is looked at */
     uint32_t v;
 } slot;
 
@@ -75,12 +77,19 @@ typedef struct {
     uint32_t zero;   /* the number 0 (factoring finds cancelling terms) */
     char *chunk;     /* the current chunk of values (a list through its head) */
     size_t chunk_size, used;
-    ch_map node_val; /* node id -> value + 1 */
+    /* the DAG nodes reachable from the outputs, numbered children first
+     * (the traversal order of the original recursive visit) */
+    uint32_t *lid;   /* node id -> its number + 1 (0: not reachable) */
+    size_t nlid;     /* ids below nlid have an entry in lid */
+    const ch_expr **post; /* number -> node */
+    uint32_t npost;
+    uint32_t *lval;  /* number -> value + 1 */
+    uint32_t *negc;  /* number of a base -> products with base^(-integer) */
+    const ch_expr **den; /* number of a product -> its denominator node D */
+    ch_map node_val; /* node id -> value + 1 of the nodes not reachable */
     ch_map pow_val;  /* (value + 1) << 24 | exponent -> value + 1 */
     ch_map sqrt_val, cbrt_val, inv_val; /* value + 1 (or D id) -> value + 1 */
-    ch_map den_of;   /* MUL id -> its denominator node D */
     ch_map den_uses; /* D id -> number of products dividing by D */
-    ch_map neg_uses; /* base id -> products with base^(-integer) */
     ch_map recip_val;/* value + 1 -> value + 1 of 1/value */
     ch_map num_val;  /* hash of a number -> value + 1 of its leaf */
     int failed;
@@ -97,6 +106,13 @@ static void oom(cse *s) { fail(s, CH_ERR_MEMORY, "out of memory in CSE"); }
 
 static void *pv(size_t v) { return (void *)(uintptr_t)(v + 1); }
 static long vp(void *p) { return p ? (long)(uintptr_t)p - 1 : -1; }
+
+/* The number + 1 of a reachable node, 0 for another one (a denominator
+ * node made by the CSE, or one of its parts). */
+static uint32_t loc(const cse *s, const ch_expr *e)
+{
+    return e->id < s->nlid ? s->lid[e->id] : 0;
+}
 
 static int is_pm1(const fmpq *q)
 {
@@ -196,7 +212,7 @@ static int tab_grow(cse *s)
     if (!t) return -1;
     for (size_t i = 0; s->tab && i < s->tabcap; i++)
         if (s->tab[i].v) {
-            size_t j = s->tab[i].h & (cap - 1);
+            size_t j = s->nd[s->tab[i].v - 1]->hash & (cap - 1);
             while (t[j].v) j = (j + 1) & (cap - 1);
             t[j] = s->tab[i];
         }
@@ -231,13 +247,13 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
 {
     if (s->failed) return 0;
     uint64_t h = node_hash(kind, fn, text, op, n, nd, c, k);
-    if (2 * (s->tablen + 1) > s->tabcap && tab_grow(s)) {
+    if (4 * (s->tablen + 1) > 3 * s->tabcap && tab_grow(s)) {
         oom(s);
         return 0;
     }
     size_t j = h & (s->tabcap - 1);
     for (; s->tab[j].v; j = (j + 1) & (s->tabcap - 1))
-        if (s->tab[j].h == h && node_equal(s->nd[s->tab[j].v - 1], kind, fn, text, op, n, nd, c, k))
+        if (s->tab[j].h == (uint32_t)(h >> 32) && node_equal(s->nd[s->tab[j].v - 1], kind, fn, text, op, n, nd, c, k))
             return s->tab[j].v - 1;
     if (s->nn >= UINT32_MAX - 2) {
         fail(s, CH_ERR_LIMIT, "too many values in CSE");
@@ -278,7 +294,7 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
     }
     s->nd[s->nn] = a;
     s->tab[j].v = s->nn + 1;
-    s->tab[j].h = h;
+    s->tab[j].h = (uint32_t)(h >> 32);
     s->tablen++;
     s->created += node_cost(a);
     return s->nn++;
@@ -433,9 +449,16 @@ static uint32_t mk_add(cse *s, const fmpq *k, const uint32_t *v, const fmpq *c, 
     for (uint32_t i = 0; i < n && canon; i++)
         canon = (i == 0 || v[i] > v[i - 1]) && !fmpq_is_zero(c + i) && v[i] != s->zero;
     if (canon) return mk_raw(s, K_ADD, NULL, NULL, v, n, 0, c, k);
-    vi *ix = malloc((n ? n : 1) * sizeof *ix);
-    uint32_t *op = malloc((n ? n : 1) * sizeof *op);
-    fmpq *cc = _fmpq_vec_init(n ? n : 1);
+    /* scratch on the stack when few terms (mk_add is not recursive) */
+    vi ixst[16];
+    uint32_t opst[16];
+    fmpq ccst[16];
+    int small = n <= 16;
+    vi *ix = small ? ixst : malloc((n ? n : 1) * sizeof *ix);
+    uint32_t *op = small ? opst : malloc((n ? n : 1) * sizeof *op);
+    fmpq *cc = small ? ccst : _fmpq_vec_init(n ? n : 1);
+    if (small)
+        for (uint32_t i = 0; i < n; i++) fmpq_init(cc + i);
     if (!ix || !op) {
         free(ix);
         free(op);
@@ -475,9 +498,13 @@ static uint32_t mk_add(cse *s, const fmpq *k, const uint32_t *v, const fmpq *c, 
         r = mk_mul(s, cc, op, 1, NULL, 0);
     else
         r = mk_raw(s, K_ADD, NULL, NULL, op, m, 0, cc, k);
-    free(ix);
-    free(op);
-    _fmpq_vec_clear(cc, n ? n : 1);
+    if (small) {
+        for (uint32_t i = 0; i < n; i++) fmpq_clear(cc + i);
+    } else {
+        free(ix);
+        free(op);
+        _fmpq_vec_clear(cc, n ? n : 1);
+    }
     return r;
 }
 
@@ -600,7 +627,7 @@ static uint32_t factor_value(cse *s, const ch_expr *base, const fmpq_t q)
 static int recip_shared(const cse *s, const ch_expr *base, const fmpq *q)
 {
     return fmpq_sgn(q) < 0 && fmpz_is_one(fmpq_denref(q)) &&
-           (uintptr_t)ch_map_get(&s->neg_uses, base->id) >= 2;
+           loc(s, base) && s->negc[loc(s, base) - 1] >= 2;
 }
 
 static uint32_t recip_power(cse *s, const ch_expr *base, const fmpq *q)
@@ -622,16 +649,18 @@ static uint32_t recip_power(cse *s, const ch_expr *base, const fmpq *q)
 
 static uint32_t lower_mul(cse *s, const ch_expr *e)
 {
-    uint32_t *num = malloc((e->n + 2) * sizeof *num);
-    uint32_t *den = malloc((e->n + 1) * sizeof *den);
-    if (!num || !den) {
-        free(num);
-        free(den);
+    /* numerator and denominator in one buffer, on the stack when small
+     * (most products are; small: the lowering recurses) */
+    uint32_t stack[32], *num = 2 * (size_t)e->n + 3 <= 32 ? stack
+                                : malloc((2 * (size_t)e->n + 3) * sizeof *num);
+    if (!num) {
         oom(s);
         return 0;
     }
+    uint32_t *den = num + e->n + 2;
     uint32_t nn = 0, nd = 0;
-    const ch_expr *D = ch_map_get(&s->den_of, e->id);
+    uint32_t at = loc(s, e);
+    const ch_expr *D = at ? s->den[at - 1] : NULL;
     int hoist = D && (uintptr_t)ch_map_get(&s->den_uses, D->id) >= 2;
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
         const fmpq *q = e->pair[i].c;
@@ -654,27 +683,32 @@ static uint32_t lower_mul(cse *s, const ch_expr *e)
         if (got >= 0) num[nn++] = (uint32_t)got;
     }
     uint32_t v = s->failed ? 0 : mk_mul(s, e->num, num, nn, den, nd);
-    free(num);
-    free(den);
+    if (num != stack) free(num);
     return v;
 }
 
 static uint32_t lower_add(cse *s, const ch_expr *e)
 {
-    uint32_t *t = malloc(e->n * sizeof *t);
-    fmpq *c = _fmpq_vec_init(e->n);
+    /* the terms on the stack when few (few: the lowering recurses) */
+    uint32_t tst[8], *t = e->n <= 8 ? tst : malloc(e->n * sizeof *t);
+    fmpq cst[8], *c = e->n <= 8 ? cst : _fmpq_vec_init(e->n);
     if (!t) {
-        _fmpq_vec_clear(c, e->n);
+        if (c != cst) _fmpq_vec_clear(c, e->n);
         oom(s);
         return 0;
     }
+    if (c == cst)
+        for (uint32_t i = 0; i < e->n; i++) fmpq_init(c + i);
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
         t[i] = lower(s, e->pair[i].e);
         fmpq_set(c + i, e->pair[i].c);
     }
     uint32_t v = s->failed ? 0 : mk_add(s, e->num, t, c, e->n);
-    free(t);
-    _fmpq_vec_clear(c, e->n);
+    if (t != tst) free(t);
+    if (c != cst)
+        _fmpq_vec_clear(c, e->n);
+    else
+        for (uint32_t i = 0; i < e->n; i++) fmpq_clear(c + i);
     return v;
 }
 
@@ -694,7 +728,8 @@ static uint32_t lower_fun(cse *s, const ch_expr *e)
 static uint32_t lower(cse *s, const ch_expr *e)
 {
     if (s->failed) return 0;
-    long got = vp(ch_map_get(&s->node_val, e->id));
+    uint32_t at = loc(s, e);
+    long got = at ? (long)s->lval[at - 1] - 1 : vp(ch_map_get(&s->node_val, e->id));
     if (got >= 0) return (uint32_t)got;
     uint32_t v = 0;
     switch (e->kind) {
@@ -711,67 +746,133 @@ static uint32_t lower(cse *s, const ch_expr *e)
     }
     default: fail(s, CH_ERR_MODEL, "unknown node kind in CSE");
     }
-    if (!s->failed && ch_map_put(&s->node_val, e->id, pv(v))) oom(s);
+    if (s->failed) return v;
+    if (at)
+        s->lval[at - 1] = v + 1;
+    else if (ch_map_put(&s->node_val, e->id, pv(v)))
+        oom(s);
     return v;
 }
 
 /* ---- denominators: which products share one ------------------------------ */
 
-/* Visits every reachable node once. Phase 0 counts, per base, the products
- * where it has a negative integer exponent (bases counted twice or more get
- * a shared reciprocal). Phase 1 records for each product its remaining
- * denominator node D (hash-consed, so equal denominators are one node) and
- * counts the products dividing by D. */
-static void find_denominators(cse *s, const ch_expr *e, ch_map *seen, int phase)
+/* The children of a node. */
+static uint32_t nkids(const ch_expr *e)
 {
-    if (s->failed || ch_map_get(seen, e->id)) return;
-    if (ch_map_put(seen, e->id, (void *)1)) {
-        oom(s);
-        return;
+    if (e->kind == CH_ADD || e->kind == CH_MUL) return e->n;
+    if (e->kind == CH_POW || (e->kind == CH_FUN && e->fun == CH_F_ATAN2)) return 2;
+    return e->kind == CH_FUN ? 1 : 0;
+}
+
+static const ch_expr *kid(const ch_expr *e, uint32_t i)
+{
+    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
+}
+
+/* Numbers the nodes reachable from outs, children first, in the order of
+ * a depth-first visit of the outputs in order, children in order (so the
+ * denominator nodes below are made in a fixed order). Iterative: the DAG
+ * can be deep. */
+static void reach(cse *s, size_t n, const ch_expr *const *outs)
+{
+    s->nlid = ch_ctx_nnodes(s->ctx) + 1;
+    s->lid = calloc(s->nlid, sizeof *s->lid);
+    typedef struct {
+        const ch_expr *e;
+        uint32_t i;
+    } frame;
+    size_t cap = 1024, scap = 64, sp = 0;
+    s->post = malloc(cap * sizeof *s->post);
+    frame *st = malloc(scap * sizeof *st);
+    if (!s->lid || !s->post || !st) goto fail;
+    for (size_t o = 0; o < n; o++) {
+        if (s->lid[outs[o]->id]) continue;
+        s->lid[outs[o]->id] = UINT32_MAX; /* on the stack */
+        st[sp++] = (frame){outs[o], 0};
+        while (sp) {
+            frame *f = &st[sp - 1];
+            if (f->i < nkids(f->e)) {
+                const ch_expr *c = kid(f->e, f->i++);
+                if (s->lid[c->id]) continue;
+                if (sp == scap) {
+                    frame *t = realloc(st, 2 * scap * sizeof *st);
+                    if (!t) goto fail;
+                    st = t, scap *= 2;
+                }
+                s->lid[c->id] = UINT32_MAX;
+                st[sp++] = (frame){c, 0};
+                continue;
+            }
+            if (s->npost == cap) {
+                const ch_expr **t = realloc(s->post, 2 * cap * sizeof *t);
+                if (!t) goto fail;
+                s->post = t, cap *= 2;
+            }
+            s->post[s->npost++] = f->e;
+            s->lid[f->e->id] = s->npost;
+            sp--;
+        }
     }
-    if (e->kind == CH_ADD || e->kind == CH_MUL)
-        for (uint32_t i = 0; i < e->n; i++) find_denominators(s, e->pair[i].e, seen, phase);
-    else if (e->kind == CH_FUN || e->kind == CH_POW)
-        for (int i = 0; i < (e->kind == CH_POW || e->fun == CH_F_ATAN2 ? 2 : 1); i++)
-            find_denominators(s, e->arg[i], seen, phase);
-    if (e->kind != CH_MUL) return;
-    if (phase == 0) { /* count bases with negative integer exponents */
+    s->lval = calloc(s->npost ? s->npost : 1, sizeof *s->lval);
+    s->negc = calloc(s->npost ? s->npost : 1, sizeof *s->negc);
+    s->den = calloc(s->npost ? s->npost : 1, sizeof *s->den);
+    if (!s->lval || !s->negc || !s->den) goto fail;
+    free(st);
+    return;
+fail:
+    free(st);
+    oom(s);
+}
+
+/* Over the reachable nodes: first, per base, the products where it has a
+ * negative integer exponent (bases counted twice or more get a shared
+ * reciprocal); then for each product its remaining denominator node D
+ * (hash-consed, so equal denominators are one node) and, per D, the
+ * products dividing by D. */
+static void find_denominators(cse *s)
+{
+    for (uint32_t j = 0; j < s->npost; j++) {
+        const ch_expr *e = s->post[j];
+        if (e->kind != CH_MUL) continue;
         for (uint32_t i = 0; i < e->n; i++) {
             const fmpq *q = e->pair[i].c;
-            if (fmpq_sgn(q) < 0 && fmpz_is_one(fmpq_denref(q))) {
-                uint32_t id = e->pair[i].e->id;
-                uintptr_t c = (uintptr_t)ch_map_get(&s->neg_uses, id);
-                if (ch_map_put(&s->neg_uses, id, (void *)(c + 1))) oom(s);
-            }
+            if (fmpq_sgn(q) < 0 && fmpz_is_one(fmpq_denref(q)))
+                s->negc[s->lid[e->pair[i].e->id] - 1]++;
         }
-        return;
     }
-    const ch_expr **f = malloc(e->n * sizeof *f);
-    if (!f) {
-        oom(s);
-        return;
-    }
-    size_t nf = 0;
     fmpq_t a;
     fmpq_init(a);
-    for (uint32_t i = 0; i < e->n; i++)
-        if (fmpq_sgn(e->pair[i].c) < 0 && !recip_shared(s, e->pair[i].e, e->pair[i].c)) {
-            fmpq_neg(a, e->pair[i].c);
-            f[nf++] = ch_pow_q(s->ctx, e->pair[i].e, a);
+    const ch_expr *stack[16], **f = stack;
+    uint32_t fcap = 16;
+    for (uint32_t j = 0; j < s->npost && !s->failed; j++) {
+        const ch_expr *e = s->post[j];
+        if (e->kind != CH_MUL) continue;
+        if (e->n > fcap) {
+            const ch_expr **g = f == stack ? malloc(e->n * sizeof *g) : realloc(f, e->n * sizeof *g);
+            if (!g) {
+                oom(s);
+                break;
+            }
+            f = g, fcap = e->n;
         }
-    fmpq_clear(a);
-    if (nf) {
+        size_t nf = 0;
+        for (uint32_t i = 0; i < e->n; i++)
+            if (fmpq_sgn(e->pair[i].c) < 0 && !recip_shared(s, e->pair[i].e, e->pair[i].c)) {
+                fmpq_neg(a, e->pair[i].c);
+                f[nf++] = ch_pow_q(s->ctx, e->pair[i].e, a);
+            }
+        if (!nf) continue;
         const ch_expr *D = ch_mul_n(s->ctx, nf, f);
         if (!D) {
             fail(s, CH_ERR_LIMIT, "expression limit reached in CSE");
         } else {
             uintptr_t c = (uintptr_t)ch_map_get(&s->den_uses, D->id);
-            if (ch_map_put(&s->den_of, e->id, (void *)D) ||
-                ch_map_put(&s->den_uses, D->id, (void *)(c + 1)))
-                oom(s);
+            s->den[j] = D;
+            if (ch_map_put(&s->den_uses, D->id, (void *)(c + 1))) oom(s);
         }
     }
-    free(f);
+    if (f != stack) free(f);
+    fmpq_clear(a);
 }
 
 /* ---- algebraic passes ----------------------------------------------------- */
@@ -799,16 +900,22 @@ static uint32_t *uses(cse *s, const uint32_t *outs, size_t n)
 typedef struct {
     uint32_t *v;
     size_t n, cap;
+    int heap; /* v was allocated here (else a caller's buffer) */
 } vec;
 
 static int vec_push(vec *x, uint32_t v)
 {
     if (x->n == x->cap) {
+        /* (v may start as a caller's buffer: the first growth moves the
+         * items to the heap) */
         size_t cap = x->cap ? 2 * x->cap : 16;
-        uint32_t *p = realloc(x->v, cap * sizeof *p);
+        uint32_t *p = malloc(cap * sizeof *p);
         if (!p) return -1;
+        if (x->n) memcpy(p, x->v, x->n * sizeof *p);
+        if (x->heap) free(x->v);
         x->v = p;
         x->cap = cap;
+        x->heap = 1;
     }
     x->v[x->n++] = v;
     return 0;
@@ -849,12 +956,15 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
     if (a->kind == K_CALL)
         return mk_call(s, a->fn, rep[a->op[0]], a->n > 1 ? rep[a->op[1]] : NONE);
     if (a->kind == K_ADD) {
-        uint32_t *t = malloc(a->n * sizeof *t);
+        /* the terms on the stack when few */
+        uint32_t tst[16], *t = a->n <= 16 ? tst : malloc(a->n * sizeof *t);
         if (!t) {
             oom(s);
             return 0;
         }
-        fmpq *c = _fmpq_vec_init(a->n);
+        fmpq cst[16], *c = a->n <= 16 ? cst : _fmpq_vec_init(a->n);
+        if (c == cst)
+            for (uint32_t i = 0; i < a->n; i++) fmpq_init(c + i);
         fmpq_t q;
         fmpq_init(q);
         for (uint32_t i = 0; i < a->n && !s->failed; i++) {
@@ -877,12 +987,17 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
             }
         }
         uint32_t r = s->failed ? 0 : mk_add(s, a->k, t, c, a->n);
-        _fmpq_vec_clear(c, a->n);
+        if (c != cst)
+            _fmpq_vec_clear(c, a->n);
+        else
+            for (uint32_t i = 0; i < a->n; i++) fmpq_clear(c + i);
         fmpq_clear(q);
-        free(t);
+        if (t != tst) free(t);
         return r;
     }
-    vec num = {0}, den = {0};
+    /* (vec on a stack buffer: most products are short) */
+    uint32_t nst[32], dst[16];
+    vec num = {nst, 0, 32, 0}, den = {dst, 0, 16, 0};
     fmpq_t k;
     fmpq_init(k);
     fmpq_set(k, a->k);
@@ -904,8 +1019,8 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
     else
         r = mk_mul(s, k, num.v, (uint32_t)num.n, den.v, (uint32_t)den.n);
     fmpq_clear(k);
-    free(num.v);
-    free(den.v);
+    if (num.heap) free(num.v);
+    if (den.heap) free(den.v);
     return r;
 }
 
@@ -967,27 +1082,26 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out);
  * or the coefficient magnitude q when f is NONE), factored, times f. */
 static void pull(cse *s, mono *const *sel, size_t na, uint32_t f, const fmpq_t q, mono *out)
 {
-    mono *in = malloc(na * sizeof *in);
-    mono **inp = malloc(na * sizeof *inp);
-    if (!in || !inp) {
-        free(in);
-        free(inp);
+    /* the monomials, their pointers and their factors in one block */
+    size_t nf = 0;
+    for (size_t i = 0; i < na; i++) nf += sel[i]->nf;
+    char *blk = malloc(na * (sizeof(mono) + sizeof(mono *)) + (nf ? nf : 1) * sizeof(uint32_t));
+    if (!blk) {
         oom(s);
         return;
     }
+    mono *in = (mono *)blk;
+    mono **inp = (mono **)(in + na);
+    uint32_t *fs = (uint32_t *)(inp + na);
     size_t ok = 0;
     for (size_t i = 0; i < na; i++) {
         const mono *y = sel[i];
         mono *x = &in[ok];
         fmpq_init(x->c);
         x->nf = y->nf - (f != NONE);
-        x->f = malloc((x->nf ? x->nf : 1) * sizeof *x->f);
+        x->f = fs;
+        fs += x->nf;
         inp[ok++] = x;
-        if (!x->f) {
-            oom(s);
-            x->nf = 0;
-            break;
-        }
         if (f == NONE) {
             fmpq_div(x->c, y->c, q);
             memcpy(x->f, y->f, x->nf * sizeof *x->f);
@@ -1019,9 +1133,8 @@ static void pull(cse *s, mono *const *sel, size_t na, uint32_t f, const fmpq_t q
             out->nf++;
         }
     }
-    for (size_t i = 0; i < ok; i++) mono_clear(&in[i]);
-    free(in);
-    free(inp);
+    for (size_t i = 0; i < ok; i++) fmpq_clear(in[i].c);
+    free(blk);
 }
 
 /* A candidate common factor of a sum's monomials: a value (kind 0, key its
@@ -1095,18 +1208,23 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
      * (counts only decrease, so the choice is the greedy one) */
     size_t tot = 0;
     for (size_t i = 0; i < cnt; i++) tot += m[i]->nf;
-    uint64_t *pr = malloc((tot ? tot : 1) * sizeof *pr);
-    size_t *ix = malloc((tot + cnt) * sizeof *ix);
-    cand *heap = malloc((tot + cnt) * sizeof *heap);
-    qh *ch = malloc(cnt * sizeof *ch);
-    char *taken = calloc(cnt, 1);
-    mono **sel = malloc(cnt * sizeof *sel), **rem = malloc(cnt * sizeof *rem);
+    /* the scratch arrays in one block (8-byte items first, then the bytes) */
+    size_t bytes = (tot ? tot : 1) * sizeof(uint64_t) + (tot + cnt) * sizeof(size_t) +
+                   (tot + cnt) * sizeof(cand) + cnt * sizeof(qh) + 2 * cnt * sizeof(mono *) + cnt;
+    char *blk = malloc(bytes);
+    if (!blk) {
+        oom(s);
+        return;
+    }
+    uint64_t *pr = (uint64_t *)blk;
+    size_t *ix = (size_t *)(pr + (tot ? tot : 1));
+    cand *heap = (cand *)(ix + tot + cnt);
+    qh *ch = (qh *)(heap + tot + cnt);
+    mono **sel = (mono **)(ch + cnt), **rem = sel + cnt;
+    char *taken = (char *)(rem + cnt);
     monos terms = {0};
     size_t nh = 0, nx = 0, np = 0, nc = 0, rest = 0;
-    if (!pr || !ix || !heap || !ch || !taken || !sel || !rem) {
-        oom(s);
-        goto out_free;
-    }
+    memset(taken, 0, cnt);
     for (size_t i = 0; i < cnt; i++) {
         const mono *x = m[i];
         for (uint32_t j = 0; j < x->nf; j++)
@@ -1210,13 +1328,7 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
 out_free:
     for (size_t i = 0; i < terms.n; i++) mono_clear(&terms.t[i]);
     free(terms.t);
-    free(pr);
-    free(ix);
-    free(heap);
-    free(ch);
-    free(taken);
-    free(sel);
-    free(rem);
+    free(blk);
 }
 
 /* The sum a (operands already replaced through rep) factored, or NONE when
@@ -1247,11 +1359,14 @@ static int factor_worth(cse *s, const node *a, const uint32_t *rep, const uint32
         const node *b = s->nd[rep[a->op[i]]];
         tot += (merge_factor(b, rc[a->op[i]])) ? b->n : 1;
     }
-    uint32_t *id = malloc((tot ? tot : 1) * sizeof *id);
-    uint64_t *qh = malloc((a->n ? a->n : 1) * sizeof *qh);
+    /* scratch on the stack when small (not recursive) */
+    uint32_t idst[32];
+    uint64_t qhst[16];
+    uint32_t *id = tot <= 32 ? idst : malloc(tot * sizeof *id);
+    uint64_t *qh = a->n <= 16 ? qhst : malloc(a->n * sizeof *qh);
     if (!id || !qh) {
-        free(id);
-        free(qh);
+        if (id != idst) free(id);
+        if (qh != qhst) free(qh);
         oom(s);
         return 0;
     }
@@ -1279,23 +1394,28 @@ static int factor_worth(cse *s, const node *a, const uint32_t *rep, const uint32
     }
     fmpq_clear(q);
     int worth = has_dup_u32(id, ni) || has_dup_u64(qh, nq);
-    free(id);
-    free(qh);
+    if (id != idst) free(id);
+    if (qh != qhst) free(qh);
     return worth;
 }
 
 static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uint32_t *rc)
 {
     if (!factor_worth(s, a, rep, rc)) return NONE;
-    size_t cnt = a->n + !fmpq_is_zero(a->k);
-    mono *ms = malloc(cnt * sizeof *ms);
-    mono **mp = malloc(cnt * sizeof *mp);
-    if (!ms || !mp) {
-        free(ms);
-        free(mp);
+    size_t cnt = a->n + !fmpq_is_zero(a->k), nf = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const node *b = s->nd[rep[a->op[i]]];
+        nf += merge_factor(b, rc[a->op[i]]) ? b->n : 1;
+    }
+    /* the monomials, their pointers and their factors in one block */
+    char *blk = malloc(cnt * (sizeof(mono) + sizeof(mono *)) + (nf ? nf : 1) * sizeof(uint32_t));
+    if (!blk) {
         oom(s);
         return NONE;
     }
+    mono *ms = (mono *)blk;
+    mono **mp = (mono **)(ms + cnt);
+    uint32_t *fs = (uint32_t *)(mp + cnt);
     double old = 0;
     size_t built = 0;
     for (uint32_t i = 0; i < a->n; i++) {
@@ -1304,22 +1424,18 @@ static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uin
         mono *x = &ms[built];
         fmpq_init(x->c);
         fmpq_set(x->c, a->c + i);
+        x->f = fs;
         if (merge_factor(b, rc[a->op[i]])) {
             fmpq_mul(x->c, x->c, b->k);
             x->nf = b->n;
-            x->f = malloc(b->n * sizeof *x->f);
-            if (x->f) memcpy(x->f, b->op, b->n * sizeof *x->f);
+            memcpy(x->f, b->op, b->n * sizeof *x->f);
             old += node_cost(b);
         } else {
             x->nf = 1;
-            x->f = malloc(sizeof *x->f);
-            if (x->f) x->f[0] = r;
+            x->f[0] = r;
         }
+        fs += x->nf;
         mp[built++] = x;
-        if (!x->f) {
-            oom(s);
-            break;
-        }
     }
     if (!fmpq_is_zero(a->k) && !s->failed) {
         mono *x = &ms[built];
@@ -1343,9 +1459,8 @@ static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uin
         if (s->created - before < old) r = v;
         mono_clear(&out);
     }
-    for (size_t i = 0; i < built; i++) mono_clear(&ms[i]);
-    free(ms);
-    free(mp);
+    for (size_t i = 0; i < built; i++) fmpq_clear(ms[i].c);
+    free(blk);
     return r;
 }
 
@@ -1608,63 +1723,92 @@ done:
 
 /* ---- printing ------------------------------------------------------------- */
 
+/* Appends n bytes to b: while there is room (almost always) without a call
+ * (a program is millions of small pieces). */
+static inline void bputn(ch_buf *b, const char *t, size_t n)
+{
+    if (!b->oom && b->len + n < b->cap) {
+        memcpy(b->s + b->len, t, n);
+        b->len += n;
+        b->s[b->len] = '\0';
+    } else {
+        ch_buf_putn(b, t, n);
+    }
+}
+
+static inline void bput(ch_buf *b, const char *t) { bputn(b, t, strlen(t)); }
+
+/* The decimal digits of x (printf's %u, which is many times slower: the
+ * programs have hundreds of thousands of operands). */
+static void put_u32(ch_buf *b, uint32_t x)
+{
+    char d[10];
+    int i = (int)sizeof d;
+    do d[--i] = (char)('0' + x % 10), x /= 10;
+    while (x);
+    bputn(b, d + i, sizeof d - (size_t)i);
+}
+
 static void put_val(ch_buf *b, cse *s, const uint32_t *name, uint32_t v)
 {
-    if (s->nd[v]->kind == K_LEAF)
-        ch_buf_put(b, s->nd[v]->text);
-    else
-        ch_buf_printf(b, "%s%u", s->tmp, name[v]);
+    if (s->nd[v]->kind == K_LEAF) {
+        bput(b, s->nd[v]->text);
+    } else {
+        bput(b, s->tmp);
+        put_u32(b, name[v]);
+    }
 }
 
 static void put_stmt(ch_buf *r, cse *s, const uint32_t *name, const node *a)
 {
     if (a->kind == K_CALL) {
-        ch_buf_printf(r, "%s(", a->fn);
+        bput(r, a->fn);
+        bput(r, "(");
         put_val(r, s, name, a->op[0]);
         if (a->n > 1) {
-            ch_buf_put(r, ", ");
+            bput(r, ", ");
             put_val(r, s, name, a->op[1]);
         }
-        ch_buf_put(r, ")");
+        bput(r, ")");
     } else if (a->kind == K_MUL) {
         int neg = fmpq_sgn(a->k) < 0, unit = is_pm1(a->k);
         if (a->n == 2 && a->nd == 0 && unit && !neg) { /* a power step, a shared pair */
             put_val(r, s, name, a->op[0]);
-            ch_buf_put(r, " * ");
+            bput(r, " * ");
             put_val(r, s, name, a->op[1]);
             return;
         }
-        if (neg) ch_buf_put(r, "-");
+        if (neg) bput(r, "-");
         if (!unit || a->n == 0) {
             put_abs_q(r, a->k);
-            if (a->n) ch_buf_put(r, "*");
+            if (a->n) bput(r, "*");
         }
         for (uint32_t i = 0; i < a->n; i++) {
-            if (i) ch_buf_put(r, "*");
+            if (i) bput(r, "*");
             put_val(r, s, name, a->op[i]);
         }
         if (a->nd) {
-            ch_buf_put(r, a->nd > 1 ? " / (" : " / ");
+            bput(r, a->nd > 1 ? " / (" : " / ");
             for (uint32_t i = 0; i < a->nd; i++) {
-                if (i) ch_buf_put(r, "*");
+                if (i) bput(r, "*");
                 put_val(r, s, name, a->op[a->n + i]);
             }
-            if (a->nd > 1) ch_buf_put(r, ")");
+            if (a->nd > 1) bput(r, ")");
         }
     } else {
         for (uint32_t i = 0; i < a->n; i++) {
             const fmpq *c = a->c + i;
             int neg = fmpq_sgn(c) < 0;
-            if (i) ch_buf_put(r, neg ? " - " : " + ");
-            else if (neg) ch_buf_put(r, "-");
+            if (i) bput(r, neg ? " - " : " + ");
+            else if (neg) bput(r, "-");
             if (!is_pm1(c)) {
                 put_abs_q(r, c);
-                ch_buf_put(r, "*");
+                bput(r, "*");
             }
             put_val(r, s, name, a->op[i]);
         }
         if (!fmpq_is_zero(a->k)) {
-            ch_buf_put(r, fmpq_sgn(a->k) < 0 ? " - " : " + ");
+            bput(r, fmpq_sgn(a->k) < 0 ? " - " : " + ");
             put_abs_q(r, a->k);
         }
     }
@@ -1682,23 +1826,23 @@ static void print_prog(cse *s, const uint32_t *outs, size_t n)
         return;
     }
     ch_cse_prog *p = s->prog;
-    ch_buf r;
-    ch_buf_init(&r);
     for (uint32_t v = 0; v < s->nn; v++) {
         const node *a = s->nd[v];
         if (!rc[v] || a->kind == K_LEAF) continue;
-        ch_buf_reset(&r);
-        put_stmt(&r, s, name, a);
         name[v] = (uint32_t)p->ntemps++;
-        ch_buf_printf(&p->body, "%sconst double %s%u = %s;\n", s->indent, s->tmp,
-                      name[v], r.s ? r.s : "");
+        /* "INDENTconst double TMPk = STMT;", straight into the body */
+        bput(&p->body, s->indent);
+        bput(&p->body, "const double ");
+        bput(&p->body, s->tmp);
+        put_u32(&p->body, name[v]);
+        bput(&p->body, " = ");
+        put_stmt(&p->body, s, name, a);
+        bput(&p->body, ";\n");
         ch_opcount c;
         node_ops(a, &c);
         p->after.add += c.add, p->after.mul += c.mul, p->after.div += c.div;
         p->after.call += c.call;
     }
-    if (r.oom) oom(s);
-    ch_buf_free(&r);
     for (size_t i = 0; i < n && !s->failed; i++) {
         ch_buf b;
         ch_buf_init(&b);
@@ -1721,17 +1865,15 @@ static void count_add(ch_opcount *a, const ch_opcount *b, double times)
     a->call += times * b->call;
 }
 
-static const ch_opcount *tree_cost(const ch_expr *e, ch_opcount *memo, char *done)
+/* The operations of each reachable node as a tree, children first. */
+static void tree_cost(const cse *s, const ch_expr *e, ch_opcount *memo, ch_opcount *c)
 {
-    ch_opcount *c = &memo[e->id];
-    if (done[e->id]) return c;
-    done[e->id] = 1;
     memset(c, 0, sizeof *c);
     if (e->kind == CH_ADD) {
         c->add = e->n - 1 + !fmpq_is_zero(e->num);
         for (uint32_t i = 0; i < e->n; i++) {
             if (!is_pm1(e->pair[i].c)) c->mul += 1;
-            count_add(c, tree_cost(e->pair[i].e, memo, done), 1);
+            count_add(c, &memo[s->lid[e->pair[i].e->id] - 1], 1);
         }
     } else if (e->kind == CH_MUL) {
         double factors = is_pm1(e->num) ? 0 : 1;
@@ -1746,41 +1888,157 @@ static const ch_opcount *tree_cost(const ch_expr *e, ch_opcount *memo, char *don
             factors += 1;
             c->mul += k - 1;
             if (fmpq_sgn(q) < 0) neg = 1;
-            count_add(c, tree_cost(e->pair[i].e, memo, done), k);
+            count_add(c, &memo[s->lid[e->pair[i].e->id] - 1], k);
         }
         if (neg) c->div += 1, factors -= 1;
         if (factors > 1) c->mul += factors - 1;
     } else if (e->kind == CH_FUN || e->kind == CH_POW) {
         c->call = 1;
-        for (int i = 0; i < (e->kind == CH_POW || e->fun == CH_F_ATAN2 ? 2 : 1); i++)
-            count_add(c, tree_cost(e->arg[i], memo, done), 1);
+        for (uint32_t i = 0; i < nkids(e); i++)
+            count_add(c, &memo[s->lid[e->arg[i]->id] - 1], 1);
     }
-    return c;
 }
 
-static int count_before(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
+static int count_before(const cse *s, size_t n, const ch_expr *const *outs,
                         ch_opcount *before)
 {
-    size_t nn = ch_ctx_nnodes(ctx) + 1;
-    ch_opcount *memo = malloc(nn * sizeof *memo);
-    char *done = calloc(nn, 1);
-    if (!memo || !done) {
-        free(memo);
-        free(done);
-        return -1;
-    }
+    ch_opcount *memo = malloc((s->npost ? s->npost : 1) * sizeof *memo);
+    if (!memo) return -1;
+    for (uint32_t j = 0; j < s->npost; j++) tree_cost(s, s->post[j], memo, &memo[j]);
     memset(before, 0, sizeof *before);
-    for (size_t i = 0; i < n; i++) count_add(before, tree_cost(outs[i], memo, done), 1);
+    for (size_t i = 0; i < n; i++) count_add(before, &memo[s->lid[outs[i]->id] - 1], 1);
     free(memo);
-    free(done);
     return 0;
 }
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* ---- programs built before ------------------------------------------------ */
+
+/* A program is a function of the outputs (node ids), the names of the
+ * symbols they reach, the temporaries' stem and the indent: the key holds
+ * exactly these. Building a program again makes no new nodes (the
+ * denominators were made the first time), so a program taken from the
+ * cache leaves the context as building it would. */
+typedef struct {
+    uint64_t h;
+    unsigned char *key;
+    size_t klen;
+    ch_cse_prog prog;
+} cache_entry;
+
+struct ch_cse_cache {
+    const ch_ctx *ctx;
+    cache_entry *e;
+    size_t n, cap;
+};
+
+ch_cse_cache *ch_cse_cache_new(void) { return calloc(1, sizeof(ch_cse_cache)); }
+
+void ch_cse_cache_free(ch_cse_cache *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->e[i].key);
+        ch_cse_prog_free(&c->e[i].prog);
+    }
+    free(c->e);
+    free(c);
+}
+
+/* A copy of p into *to; 0, or -1 when out of memory (*to then empty). */
+static int prog_copy(const ch_cse_prog *p, ch_cse_prog *to)
+{
+    memset(to, 0, sizeof *to);
+    ch_buf_init(&to->body);
+    if (p->body.s) ch_buf_putn(&to->body, p->body.s, p->body.len);
+    to->ref = calloc(p->n ? p->n : 1, sizeof *to->ref);
+    to->n = p->n;
+    to->ntemps = p->ntemps;
+    to->before = p->before;
+    to->after = p->after;
+    int bad = !to->ref || to->body.oom;
+    for (size_t i = 0; !bad && i < p->n; i++) {
+        size_t len = strlen(p->ref[i]) + 1;
+        if (!(to->ref[i] = malloc(len))) bad = 1;
+        else memcpy(to->ref[i], p->ref[i], len);
+    }
+    if (bad) {
+        ch_cse_prog_free(to);
+        return -1;
+    }
+    return 0;
+}
+
+/* The key of the program being built (after reach); 0, or -1 when there
+ * is none (a symbol without a name: the build fails anyway). */
+static int cache_key(const cse *s, size_t n, const ch_expr *const *outs, ch_buf *k)
+{
+    uint64_t nn = n;
+    ch_buf_putn(k, (const char *)&nn, sizeof nn);
+    for (size_t i = 0; i < n; i++) ch_buf_putn(k, (const char *)&outs[i]->id, sizeof outs[i]->id);
+    ch_buf_putn(k, s->tmp, strlen(s->tmp) + 1);
+    ch_buf_putn(k, s->indent, strlen(s->indent) + 1);
+    for (uint32_t j = 0; j < s->npost; j++) {
+        const ch_expr *e = s->post[j];
+        if (e->kind != CH_SYM || e->sym->kind == CH_SYM_PI) continue;
+        const char *t = s->namer(s->data, e->sym);
+        if (!t) return -1;
+        ch_buf_putn(k, (const char *)&e->id, sizeof e->id);
+        ch_buf_putn(k, t, strlen(t) + 1);
+    }
+    return k->oom ? -1 : 0;
+}
+
+static uint64_t bytes_hash(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
+    return h;
+}
+
+static cache_entry *cache_find(ch_cse_cache *c, uint64_t h, const ch_buf *k)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->e[i].h == h && c->e[i].klen == k->len && memcmp(c->e[i].key, k->s, k->len) == 0)
+            return &c->e[i];
+    return NULL;
+}
+
+/* Keeps a copy of p under the key (nothing when out of memory: a cache
+ * only). The key's text is taken. */
+static void cache_add(ch_cse_cache *c, uint64_t h, ch_buf *k, const ch_cse_prog *p)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        cache_entry *e = realloc(c->e, cap * sizeof *e);
+        if (!e) return;
+        c->e = e;
+        c->cap = cap;
+    }
+    cache_entry *e = &c->e[c->n];
+    if (prog_copy(p, &e->prog)) return;
+    e->h = h;
+    e->klen = k->len;
+    e->key = (unsigned char *)ch_buf_take(k);
+    if (!e->key) {
+        ch_cse_prog_free(&e->prog);
+        return;
+    }
+    c->n++;
+}
+
 int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                  ch_c_namer namer, void *data, const char *tmp,
                  const char *indent, ch_cse_prog *out, ch_error *err)
+{
+    return ch_cse_build_cached(ctx, NULL, n, outs, namer, data, tmp, indent, out, err);
+}
+
+int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
+                        const ch_expr *const *outs, ch_c_namer namer, void *data,
+                        const char *tmp, const char *indent, ch_cse_prog *out,
+                        ch_error *err)
 {
     memset(out, 0, sizeof *out);
     ch_buf_init(&out->body);
@@ -1792,8 +2050,7 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                                 : "missing expression for emitted code");
         }
     out->ref = calloc(n ? n : 1, sizeof *out->ref);
-    if (!out->ref || count_before(ctx, n, outs, &out->before))
-        return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    if (!out->ref) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     out->n = n;
     cse s;
     memset(&s, 0, sizeof s);
@@ -1805,38 +2062,58 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
     s.prog = out;
     s.err = err;
     ch_map *maps[] = {&s.node_val, &s.pow_val, &s.sqrt_val, &s.cbrt_val,
-                      &s.inv_val, &s.den_of, &s.den_uses, &s.neg_uses,
-                      &s.recip_val, &s.num_val};
+                      &s.inv_val, &s.den_uses, &s.recip_val, &s.num_val};
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) ch_map_init(maps[i]);
     uint32_t *val = malloc((n ? n : 1) * sizeof *val);
     if (!val) oom(&s);
-    for (int phase = 0; phase < 2 && !s.failed; phase++) {
-        ch_map seen;
-        ch_map_init(&seen);
-        for (size_t i = 0; i < n && !s.failed; i++) find_denominators(&s, outs[i], &seen, phase);
+    reach(&s, n, outs);
+    ch_buf key;
+    ch_buf_init(&key);
+    uint64_t kh = 0;
+    int keyed = 0, hit = 0;
+    if (cache && (!cache->ctx || cache->ctx == ctx) && !s.failed &&
+        cache_key(&s, n, outs, &key) == 0) {
+        cache->ctx = ctx;
+        keyed = 1;
+        kh = bytes_hash((const unsigned char *)key.s, key.len);
+        const cache_entry *got = cache_find(cache, kh, &key);
+        if (got) {
+            ch_cse_prog_free(out);
+            if (prog_copy(&got->prog, out)) {
+                ch_buf_init(&out->body);
+                oom(&s);
+            }
+            hit = 1;
+        }
+    }
+    if (!hit) {
+        if (!s.failed && count_before(&s, n, outs, &out->before)) oom(&s);
+        if (!s.failed) find_denominators(&s);
         /* the table sized once for the values the lowering and the passes
-         * make (a few per node): growing it rehashes at random */
-        if (phase == 1 && !s.failed) {
+         * make (a few per node, load up to 3/4: its 8-byte slots are
+         * probed within a cache line): growing it rehashes at random */
+        if (!s.failed) {
             size_t cap = 1024;
-            while (cap < 8 * seen.len) cap *= 2;
+            while (cap < 4 * (size_t)s.npost) cap *= 2;
             s.tabcap = cap / 2; /* empty: tab_grow allocates twice that */
             if (tab_grow(&s)) oom(&s);
         }
-        ch_map_free(&seen);
+        fmpq_t z;
+        fmpq_init(z);
+        s.zero = mk_num(&s, z);
+        fmpq_clear(z);
+        for (size_t i = 0; i < n && !s.failed; i++) val[i] = lower(&s, outs[i]);
+        /* factoring flattens as it goes (a product is rebuilt before the sums
+         * that use it). A last flattening would absorb the signs that sharing
+         * leaves (-w for a shared w) into their users: fewer statements but the
+         * same count, not worth a pass over everything */
+        static const int passes[] = {P_FACTOR, P_FLATTEN, P_SHARE};
+        for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) pass(&s, val, n, passes[i]);
+        if (!s.failed) print_prog(&s, val, n);
+        if (out->body.oom) oom(&s);
+        if (keyed && !s.failed) cache_add(cache, kh, &key, out);
     }
-    fmpq_t z;
-    fmpq_init(z);
-    s.zero = mk_num(&s, z);
-    fmpq_clear(z);
-    for (size_t i = 0; i < n && !s.failed; i++) val[i] = lower(&s, outs[i]);
-    /* factoring flattens as it goes (a product is rebuilt before the sums
-     * that use it). A last flattening would absorb the signs that sharing
-     * leaves (-w for a shared w) into their users: fewer statements but the
-     * same count, not worth a pass over everything */
-    static const int passes[] = {P_FACTOR, P_FLATTEN, P_SHARE};
-    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) pass(&s, val, n, passes[i]);
-    if (!s.failed) print_prog(&s, val, n);
-    if (out->body.oom) oom(&s);
+    ch_buf_free(&key);
     free(val);
     for (uint32_t i = 0; i < s.nn; i++) {
         node *a = s.nd[i];
@@ -1851,6 +2128,11 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
     }
     free(s.nd);
     free(s.tab);
+    free(s.lid);
+    free(s.post);
+    free(s.lval);
+    free(s.negc);
+    free(s.den);
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) ch_map_free(maps[i]);
     return s.failed ? (err ? (int)err->code : 1) : 0;
 }

@@ -45,6 +45,22 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                  const char *indent, ch_cse_prog *out, ch_error *err);
 void ch_cse_prog_free(ch_cse_prog *p);
 
+/* Programs already built, handed out again when the same outputs are asked
+ * for with the same symbol names, stem and indent (the forms of one model
+ * share kernels). One context only (node ids are its own); it must not
+ * outlive it. NULL from new when out of memory. */
+typedef struct ch_cse_cache ch_cse_cache;
+ch_cse_cache *ch_cse_cache_new(void);
+void ch_cse_cache_free(ch_cse_cache *c);
+
+/* ch_cse_build through a cache (NULL: none): a program found there is
+ * copied into out, a program built is kept there too. The result is the
+ * same as ch_cse_build's, context included. */
+int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
+                        const ch_expr *const *outs, ch_c_namer namer, void *data,
+                        const char *tmp, const char *indent, ch_cse_prog *out,
+                        ch_error *err);
+
 /* "a adds, m muls, d divs, c calls" */
 void ch_opcount_print(ch_buf *b, const ch_opcount *c);
 

@@ -64,6 +64,8 @@ typedef struct {
     size_t ndyn;
     ch_opcount alpha_ops;     /* of kn_alpha */
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
+    ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
+    int shared;               /* the cache is the caller's: other forms' kernels go there */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -136,10 +138,15 @@ static int set_names(emitter *e)
 /* The CSE'd program of a kernel's outputs; 0, or nonzero with the
  * emitter failed. */
 static int kernel_build(emitter *e, size_t nout, const ch_expr *const *outs,
-                        ch_cse_prog *prog)
+                        ch_cse_prog *prog, int again)
 {
     if (e->failed) return -1;
-    if (ch_cse_build(e->ctx, nout, outs, namer, e, "w", "    ", prog, e->err)) {
+    /* kept when asked for again (again: by another form of the model):
+     * kn_dyn's program always (kn_acc starts from it), the others when
+     * the cache is the caller's */
+    int dyn = outs == e->dyn_outs && nout == e->ndyn;
+    ch_cse_cache *c = dyn || (again && e->shared) ? e->cache : NULL;
+    if (ch_cse_build_cached(e->ctx, c, nout, outs, namer, e, "w", "    ", prog, e->err)) {
         ch_cse_prog_free(prog);
         e->failed = 1;
         return -1;
@@ -162,7 +169,19 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
                      "const double *p, const double *v, double *o)\n{\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n", name);
     ch_buf_put(b, prog->body.s ? prog->body.s : "");
-    for (size_t i = 0; i < prog->n; i++) ch_buf_printf(b, "    o[%zu] = %s;\n", i, prog->ref[i]);
+    for (size_t i = 0; i < prog->n; i++) { /* (printf is slow for tens of thousands) */
+        char num[24];
+        size_t d = sizeof num;
+        num[--d] = '\0';
+        size_t x = i;
+        do num[--d] = (char)('0' + x % 10), x /= 10;
+        while (x);
+        ch_buf_put(b, "    o[");
+        ch_buf_put(b, num + d);
+        ch_buf_put(b, "] = ");
+        ch_buf_put(b, prog->ref[i]);
+        ch_buf_put(b, ";\n");
+    }
     ch_buf_put(b, "}\n\n");
     opcount_add(&e->before, &prog->before);
     opcount_add(&e->after, &prog->after);
@@ -174,7 +193,10 @@ static void kernel(emitter *e, const char *name, size_t nout,
                    const ch_expr *const *outs)
 {
     ch_cse_prog prog;
-    if (kernel_build(e, nout, outs, &prog) == 0) kernel_put(e, name, &prog);
+    /* the kernels that every form has (with the same outputs) */
+    int again = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
+                !strcmp(name, "integ");
+    if (kernel_build(e, nout, outs, &prog, again) == 0) kernel_put(e, name, &prog);
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
@@ -195,9 +217,9 @@ static void kernel_dyn(emitter *e)
     for (size_t j = 0; j < k * n; j++) o[i++] = L->G[j];
     for (size_t j = 0; j < n; j++) o[i++] = ch_sub(e->ctx, L->Q[j], L->h[j]);
     for (size_t j = 0; j < k; j++) o[i++] = ch_neg(e->ctx, L->c[j]);
+    e->dyn_outs = o, e->ndyn = i;
     kernel(e, "dyn", i, o);
     e->dyn_ops = e->last;
-    e->dyn_outs = o, e->ndyn = i;
     e->dyn_nz = ch_ctx_alloc(e->ctx, i);
     if (!e->dyn_nz) e->failed = 1;
     for (size_t j = 0; e->dyn_nz && j < i; j++) e->dyn_nz[j] = o[j] && !ch_is_zero(o[j]);
@@ -793,7 +815,7 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
     size_t k = e->k, nd = e->ndyn;
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
     *fused = 0, *val = 0;
-    if (kernel_build(e, nd, e->dyn_outs, out)) return -1;
+    if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&out->after) + alpha_cost;
     /* dynamics and alpha with common factors out, in one pass so that
@@ -836,7 +858,7 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     const ch_manifold *mf = &e->d->mf;
     size_t no = e->mi * e->mi + e->mi, k = e->k;
     *fused = 0;
-    if (kernel_build(e, no, *outs, prog)) return -1;
+    if (kernel_build(e, no, *outs, prog, 1)) return -1; /* the hamilton form's too */
     int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&prog->after) + alpha_cost;
@@ -1236,6 +1258,13 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
 int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source, ch_error *err)
 {
+    return ch_emit_c_cached(ctx, d, form, prefix, NULL, header, source, err);
+}
+
+int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                     const char *prefix, ch_cse_cache *cache, ch_buf *header,
+                     ch_buf *source, ch_error *err)
+{
     emitter e;
     memset(&e, 0, sizeof e);
     e.ctx = ctx, e.d = d, e.m = d->model, e.form = form, e.err = err;
@@ -1267,6 +1296,10 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (set_names(&e)) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     ch_buf_init(&e.kern);
     ch_buf_init(&e.fun);
+    /* a cache of this call's own when the caller has none: kn_acc starts
+     * from kn_dyn's program */
+    e.shared = cache != NULL;
+    e.cache = cache ? cache : ch_cse_cache_new();
 
     int need_dyn = form == CH_FORM_FULL || e.k > 0;
     if (need_dyn) kernel_dyn(&e);
@@ -1310,5 +1343,6 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (e.failed) rc = err && err->code ? (int)err->code : CH_ERR_MEMORY;
     ch_buf_free(&e.kern);
     ch_buf_free(&e.fun);
+    if (!e.shared) ch_cse_cache_free(e.cache);
     return rc;
 }

@@ -65,6 +65,7 @@
 #define CH_EMIT_C_H
 
 #include "buf.h"
+#include "cse.h"
 #include "derive.h"
 
 typedef enum { CH_FORM_FULL, CH_FORM_REDUCED, CH_FORM_HAMILTON } ch_form;
@@ -81,5 +82,15 @@ const char *ch_form_name(ch_form f);
 int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source,
               ch_error *err);
+
+/* ch_emit_c with the programs of the kernels that several forms have kept
+ * in cache (cse.h) for the next calls: kn_dyn, kn_alpha, kn_en, kn_integ
+ * and the symbolic reduced right side are built once for all forms (a
+ * caller emitting several forms of one model passes one cache to each call
+ * and frees it after; NULL: none kept). The output is the same as
+ * ch_emit_c's. */
+int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                     const char *prefix, ch_cse_cache *cache, ch_buf *header,
+                     ch_buf *source, ch_error *err);
 
 #endif

@@ -3,7 +3,8 @@
  * sub-products and prefix sums lower the operation count, and the program
  * still evaluates to the expressions (compiled in memory with libtcc and
  * compared with ch_eval_d at random points, on hand-made and on random
- * expressions). The output is deterministic: two builds are identical. */
+ * expressions). The output is deterministic: two builds are identical,
+ * and a program taken from a cache is the one a build gives. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,11 +229,87 @@ static void test_random(void)
     ch_ctx_free(ctx);
 }
 
+static const char *namer_y(void *data, const ch_sym *s)
+{
+    static const char *const txt[NS] = {"y[0]", "y[1]", "y[2]", "y[3]",
+                                        "y[4]", "y[5]", "y[6]", "y[7]"};
+    (void)data;
+    return s->kind == CH_SYM_COORD && s->index >= 0 && s->index < NS ? txt[s->index] : NULL;
+}
+
+static int same_prog(const ch_cse_prog *p, const ch_cse_prog *q)
+{
+    if (strcmp(p->body.s ? p->body.s : "", q->body.s ? q->body.s : "") != 0 || p->n != q->n ||
+        p->ntemps != q->ntemps || memcmp(&p->before, &q->before, sizeof p->before) != 0 ||
+        memcmp(&p->after, &q->after, sizeof p->after) != 0)
+        return 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->ref[i], q->ref[i]) != 0) return 0;
+    return 1;
+}
+
+/* Through a cache: the first build is the plain one, asking again gives
+ * the same program and makes no node, while other names or another stem
+ * give another program (the plain one for them). */
+static void test_cache(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    rx_rng g = {77};
+    ch_cse_cache *cache = ch_cse_cache_new();
+    CHECK(cache != NULL);
+    for (int round = 0; cache && round < 20; round++) {
+        const ch_expr *e[4];
+        int n = 1 + rx_int(&g, 4);
+        for (int i = 0; i < n; i++) {
+            const ch_expr *terms[4];
+            for (int k = 0; k < 4; k++)
+                terms[k] = ch_mul(ctx, rx_expr(ctx, &g, t.x, NS, 2), t.x[rx_int(&g, NS)]);
+            /* a denominator shared by two products: the CSE makes nodes */
+            const ch_expr *d = ch_add(ctx, t.x[0], ch_mul(ctx, t.x[1], t.x[2]));
+            terms[0] = ch_div(ctx, terms[0], d);
+            terms[1] = ch_div(ctx, terms[1], d);
+            e[i] = ch_add_n(ctx, 4, terms);
+        }
+        ch_cse_prog plain, first, again, other, other_plain, stem, stem_plain;
+        ch_error err;
+        ch_error_clear(&err);
+        int rc = ch_cse_build(ctx, (size_t)n, e, namer, NULL, "w", "    ", &plain, &err);
+        rc |= ch_cse_build_cached(ctx, cache, (size_t)n, e, namer, NULL, "w", "    ", &first, &err);
+        size_t nodes = ch_ctx_nnodes(ctx);
+        rc |= ch_cse_build_cached(ctx, cache, (size_t)n, e, namer, NULL, "w", "    ", &again, &err);
+        CHECK(ch_ctx_nnodes(ctx) == nodes);
+        rc |= ch_cse_build_cached(ctx, cache, (size_t)n, e, namer_y, NULL, "w", "    ", &other,
+                                  &err);
+        rc |= ch_cse_build(ctx, (size_t)n, e, namer_y, NULL, "w", "    ", &other_plain, &err);
+        rc |= ch_cse_build_cached(ctx, cache, (size_t)n, e, namer, NULL, "u", "    ", &stem, &err);
+        rc |= ch_cse_build(ctx, (size_t)n, e, namer, NULL, "u", "    ", &stem_plain, &err);
+        CHECK_MSG(rc == 0, "%s", err.msg);
+        if (rc == 0) {
+            CHECK(same_prog(&plain, &first));
+            CHECK(same_prog(&plain, &again));
+            CHECK(!same_prog(&plain, &other) && same_prog(&other, &other_plain));
+            CHECK(!same_prog(&plain, &stem) && same_prog(&stem, &stem_plain));
+        }
+        ch_cse_prog_free(&plain);
+        ch_cse_prog_free(&first);
+        ch_cse_prog_free(&again);
+        ch_cse_prog_free(&other);
+        ch_cse_prog_free(&other_plain);
+        ch_cse_prog_free(&stem);
+        ch_cse_prog_free(&stem_plain);
+    }
+    ch_cse_cache_free(cache);
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     RUN(test_common_factor);
     RUN(test_greedy);
     RUN(test_sharing);
     RUN(test_random);
+    RUN(test_cache);
     return check_summary("cse");
 }
