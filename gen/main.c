@@ -294,7 +294,8 @@ static int write_text(const char *dir, const char *name, const char *ext,
 /* Emits one form into dir; returns an exit code, or -1 when the form does
  * not exist for the model and skip_missing is set. */
 static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
-                     const char *prefix, const char *dir, int skip_missing)
+                     const char *prefix, const char *dir, int skip_missing,
+                     ch_cse_cache *cache)
 {
     ch_buf h, c;
     ch_buf_init(&h);
@@ -302,7 +303,7 @@ static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
     ch_error err;
     ch_error_clear(&err);
     int rc = 0;
-    if (ch_emit_c(ctx, d, f, prefix, &h, &c, &err)) {
+    if (ch_emit_c_cached(ctx, d, f, prefix, cache, &h, &c, &err)) {
         if (skip_missing && err.code == CH_ERR_MODEL) {
             fprintf(stderr, "chetaev emit: skipping form %s: %s\n",
                     ch_form_name(f), err.msg);
@@ -385,6 +386,8 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
     ch_model *m = NULL;
     ch_derivation *d = NULL;
     int rc = load_derive(ctx, path, max_nodes, &m, &d), written = 0;
+    /* the forms share kernels: each built once */
+    ch_cse_cache *cache = all ? ch_cse_cache_new() : NULL;
     for (int f = 0; !rc && f < 3; f++) {
         if (!all && f != ch_form_parse(form)) continue;
         char pre[128];
@@ -395,7 +398,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
                              m->name);
             break;
         }
-        int r = emit_form(ctx, d, (ch_form)f, pre, dir, all);
+        int r = emit_form(ctx, d, (ch_form)f, pre, dir, all, cache);
         if (r > 0) rc = r;
         if (r == 0) written++;
         if (!rc && driver) rc = emit_driver_files(pre, dir);
@@ -404,6 +407,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
         fputs("chetaev emit: the model has no form to emit\n", stderr);
         rc = EXIT_MODEL;
     }
+    ch_cse_cache_free(cache);
     ch_ctx_free(ctx);
     return rc;
 }
