@@ -135,6 +135,11 @@ char *ch_ctx_strdup(ch_ctx *ctx, const char *s)
 
 const ch_error *ch_ctx_error(const ch_ctx *ctx) { return &ctx->err; }
 
+int ch_ctx_exhausted(const ch_ctx *ctx)
+{
+    return ctx->err.code == CH_ERR_LIMIT || ctx->err.code == CH_ERR_MEMORY;
+}
+
 void ch_ctx_clear_error(ch_ctx *ctx)
 {
     memset(&ctx->err, 0, sizeof ctx->err);

@@ -142,6 +142,10 @@ void ch_ctx_free(ch_ctx *ctx);
 /* Last error of a constructor (code CH_OK when none). Sticky until cleared. */
 const ch_error *ch_ctx_error(const ch_ctx *ctx);
 void ch_ctx_clear_error(ch_ctx *ctx);
+/* 1 when the sticky error is a resource limit (node limit, memory): every
+ * later result is NULL anyway, so traversals stop at once instead of
+ * visiting the rest of a DAG whose failures are not memoized. */
+int ch_ctx_exhausted(const ch_ctx *ctx);
 /* Records an error from outside expr (e.g. diff) in the same slot. */
 void ch_ctx_fail(ch_ctx *ctx, ch_status code, const char *fmt, ...)
 #if defined(__GNUC__)

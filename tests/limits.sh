@@ -73,6 +73,13 @@ expect 1 "grow.nh:7:1: error: expression size limit of 100 nodes exceeded \(deri
     derive "$tmp/grow.nh" --max-nodes 100
 expect 1 "grow.nh:8:1: error: .*expression size limit of 300 nodes exceeded \(deriving from the 'constraint 1' statement" \
     check "$tmp/grow.nh" --max-nodes=300
+# Hitting the budget deep inside a large DAG stops the derivation at once:
+# the 100-trailer with a quarter of the nodes it needs once ran for hours
+# (failed subexpressions are not memoized, so every parent visited its
+# shared children again).
+"$py" "$(dirname "$0")/../bench/gen_trailer.py" 100 >"$tmp/trailer100.nh"
+expect 1 "trailer100.nh:[0-9]+:1: error: .*expression size limit of 300000 nodes exceeded" \
+    derive "$tmp/trailer100.nh" --max-nodes 300000
 # Already while parsing: at the token.
 expect 1 "grow.nh:[3-6]:[0-9]+: error: expression size limit of 20 nodes exceeded at '" \
     derive "$tmp/grow.nh" --max-nodes 20
