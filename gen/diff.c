@@ -63,16 +63,6 @@ static int memo_put(ch_ctx *ctx, const dmode *x, ch_map *memo, uint64_t key,
 
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
 
-/* x^c as a factor of a product: x itself for c = 1, without the pass of
- * ch_pow_q through the product machinery (which builds nothing then,
- * except for a sum whose leading coefficient is not 1: kept for it). */
-static const ch_expr *factor_pow(ch_ctx *ctx, const ch_expr *x, const fmpq_t c)
-{
-    if (x && fmpq_is_one(c) && (x->kind != CH_ADD || fmpq_is_one(x->pair[0].c)))
-        return x;
-    return ch_pow_q(ctx, x, c);
-}
-
 /* e without its factor i (coefficient kept), memoized in the derivative
  * memo under a key no derivative uses (top bit set): a term c * b of a
  * long sum is differentiated by every variable b depends on, and the
@@ -91,7 +81,7 @@ static const ch_expr *cofactor(ch_ctx *ctx, const ch_expr *e, uint32_t i,
     size_t n = 0;
     if (!fmpq_is_one(e->num)) f[n++] = ch_num_q(ctx, e->num);
     for (uint32_t j = 0; j < e->n; j++)
-        if (j != i) f[n++] = factor_pow(ctx, e->pair[j].e, e->pair[j].c);
+        if (j != i) f[n++] = ch_pow_q(ctx, e->pair[j].e, e->pair[j].c);
     r = ch_mul_n(ctx, n, f);
     free(f);
     if (r && memo_put(ctx, x, x->memo, key, r)) return NULL;

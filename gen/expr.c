@@ -1167,6 +1167,12 @@ const ch_expr *ch_pow_q(ch_ctx *ctx, const ch_expr *base, const fmpq_t r)
 {
     if (!base) return NULL;
     if (fmpq_is_zero(r)) return ctx->one;
+    /* x^1 is x, which the product machinery would rebuild (finding every
+     * node it needs) except for a sum whose leading coefficient is not 1:
+     * that one is made primitive, a new node. Substitution and
+     * differentiation ask for x^1 at every factor they touch. */
+    if (fmpq_is_one(r) && (base->kind != CH_ADD || fmpq_is_one(base->pair[0].c)))
+        return base;
     acc a;
     acc_init(&a, 1);
     mul_into(ctx, &a, base, r);

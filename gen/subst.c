@@ -31,17 +31,6 @@ static const ch_expr *visit(subst_state *s, const ch_expr *e)
     return r;
 }
 
-/* x^c as a factor of a product. For c = 1 the power is x itself, and
- * ch_pow_q only makes it after a pass through the product machinery that
- * builds nothing, except for a sum whose leading coefficient is not 1
- * (made primitive: a new node, kept for that case). */
-static const ch_expr *factor_pow(ch_ctx *ctx, const ch_expr *x, const fmpq_t c)
-{
-    if (x && fmpq_is_one(c) && (x->kind != CH_ADD || fmpq_is_one(x->pair[0].c)))
-        return x;
-    return ch_pow_q(ctx, x, c);
-}
-
 static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
 {
     ch_ctx *ctx = s->ctx;
@@ -68,7 +57,7 @@ static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
     if (e->kind == CH_ADD) {
         r = ch_lincomb(ctx, e->num, e->n, c, x);
     } else {
-        for (uint32_t i = 0; i < e->n; i++) x[i] = factor_pow(ctx, x[i], c + i);
+        for (uint32_t i = 0; i < e->n; i++) x[i] = ch_pow_q(ctx, x[i], c + i);
         /* a coefficient 1 changes nothing (and its node exists) */
         size_t nx = e->n;
         if (!fmpq_is_one(e->num)) x[nx++] = ch_num_q(ctx, e->num);
