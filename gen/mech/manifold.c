@@ -645,11 +645,36 @@ static int eval_on_box(dsolver *s, arb_struct *sv, slong rexp, slong wp,
     return bad;
 }
 
+/* The end of both Krawczyk steps: T holds K(X) - x~ and DX holds X - x~
+ * for the unknowns col[0..k) (NULL: 0..k). When K(X) lies in the interior
+ * of X for every unknown, the dependent velocity balls become K(X) and 0
+ * is returned; otherwise nothing changes and -1 is returned. */
+static int accept_box(dsolver *s, arb_struct *sv, const size_t *col,
+                      const arb_mat_t DX, arb_mat_t T, slong wp)
+{
+    slong k = (slong)s->k;
+    for (slong i = 0; i < k; i++) {
+        arb_t X, K;
+        arb_init(X);
+        arb_init(K);
+        arb_ptr x = sv + dep_sid(s->mf, col ? col[i] : (size_t)i);
+        arb_add(X, x, arb_mat_entry(DX, i, 0), wp);
+        arb_add(K, x, arb_mat_entry(T, i, 0), wp);
+        int inside = arb_contains_interior(X, K);
+        arb_swap(arb_mat_entry(T, i, 0), K); /* keep K until all pass */
+        arb_clear(X);
+        arb_clear(K);
+        if (!inside) return -1;
+    }
+    for (slong i = 0; i < k; i++)
+        arb_set(sv + dep_sid(s->mf, col ? col[i] : (size_t)i), arb_mat_entry(T, i, 0));
+    return 0;
+}
+
 static int krawczyk_tri(dsolver *s, arb_struct *sv, slong prec, slong rexp,
                         arb_mat_t F, arb_mat_t J, arb_mat_t JX, arb_mat_t Y,
                         arb_mat_t C, arb_mat_t DX, arb_mat_t T, arb_mat_t YF)
 {
-    const ch_manifold *mf = s->mf;
     slong k = (slong)s->k, wp = prec + GUARD_BITS;
     arb_mat_t Jp, JXp;
     arb_mat_init(Jp, k, k);
@@ -677,22 +702,7 @@ static int krawczyk_tri(dsolver *s, arb_struct *sv, slong prec, slong rexp,
                 i + 1, wp);
     }
     arb_mat_sub(T, T, YF, wp); /* (I - Y J(X)) (X - x~) - Y phi(x~) */
-    for (slong i = 0; i < k; i++) {
-        arb_t X, K;
-        arb_init(X);
-        arb_init(K);
-        arb_ptr x = sv + dep_sid(mf, s->pcol[i]);
-        arb_add(X, x, arb_mat_entry(DX, i, 0), wp);
-        arb_add(K, x, arb_mat_entry(T, i, 0), wp);
-        int inside = arb_contains_interior(X, K);
-        arb_swap(arb_mat_entry(T, i, 0), K); /* keep K until all pass */
-        arb_clear(X);
-        arb_clear(K);
-        if (!inside) goto out;
-    }
-    for (slong i = 0; i < k; i++)
-        arb_set(sv + dep_sid(mf, s->pcol[i]), arb_mat_entry(T, i, 0));
-    rc = 0;
+    rc = accept_box(s, sv, s->pcol, DX, T, wp);
 out:
     arb_mat_clear(Jp);
     arb_mat_clear(JXp);
@@ -735,21 +745,7 @@ static int krawczyk(dsolver *s, arb_struct *sv, slong prec, slong rexp)
     arb_mat_mul(T, C, DX, wp);      /* (I - Y J(X)) (X - x~) */
     arb_mat_mul(YF, Y, F, wp);      /* Y phi(x~) */
     arb_mat_sub(T, T, YF, wp);
-    for (slong a = 0; a < k; a++) {
-        arb_t X, K;
-        arb_init(X);
-        arb_init(K);
-        arb_ptr x = sv + dep_sid(mf, (size_t)a);
-        arb_add(X, x, arb_mat_entry(DX, a, 0), wp);
-        arb_add(K, x, arb_mat_entry(T, a, 0), wp);
-        int inside = arb_contains_interior(X, K);
-        arb_swap(arb_mat_entry(T, a, 0), K); /* keep K until all pass */
-        arb_clear(X);
-        arb_clear(K);
-        if (!inside) goto out;
-    }
-    for (slong a = 0; a < k; a++) arb_set(sv + dep_sid(mf, (size_t)a), arb_mat_entry(T, a, 0));
-    rc = 0;
+    rc = accept_box(s, sv, NULL, DX, T, wp);
 out:
     arb_mat_clear(F);
     arb_mat_clear(YF);
