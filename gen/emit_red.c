@@ -456,6 +456,7 @@ typedef struct {
     const fmpq *c; /* the term's coefficient */
     fct *f;
     size_t nf;
+    const ch_expr *orig; /* the sum's node the factors come from */
 } term;
 
 typedef struct {
@@ -502,15 +503,10 @@ static const ch_expr *fz_term(fz *z, const term *t)
     return r;
 }
 
-/* The sum of the terms, greedily as f * (sum of the terms with f, f taken
- * out) + (the others) with f the factor most terms share (multivariate
- * Horner): each level saves a product per term but one. */
-static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
+/* The base that most of the terms still have a power of (lowest id on
+ * ties), or NULL when no base is shared. */
+static const ch_expr *fz_best(fz *z, const term *t, size_t nt)
 {
-    if (z->failed) return NULL;
-    if (nt == 0) return ch_zero(z->ctx);
-    if (nt == 1) return fz_term(z, &t[0]);
-    /* the base that most terms still have a power of (lowest id on ties) */
     const ch_expr *best = NULL;
     size_t bestc = 1;
     ch_map count;
@@ -525,41 +521,111 @@ static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
                 best = t[i].f[j].base, bestc = c;
         }
     ch_map_free(&count);
-    if (z->failed) return NULL;
-    if (!best) {
-        const ch_expr **ts = calloc(nt, sizeof *ts);
-        if (!ts) {
-            z->failed = 1;
-            return NULL;
-        }
-        for (size_t i = 0; i < nt && !z->failed; i++)
-            if (!(ts[i] = fz_term(z, &t[i]))) z->failed = 1;
-        const ch_expr *r = z->failed ? NULL : ch_add_n(z->ctx, nt, ts);
-        if (!r) z->failed = 1;
-        free(ts);
-        return r;
-    }
-    /* partition in place: terms with best first, one power of it taken */
+    return z->failed ? NULL : best;
+}
+
+/* Moves the terms with a power of b to the front, one power of b taken
+ * out of each; their count. */
+static size_t fz_partition(term *t, size_t nt, const ch_expr *b)
+{
     size_t n1 = 0;
     for (size_t i = 0; i < nt; i++) {
         int has = 0;
         for (size_t j = 0; j < t[i].nf && !has; j++)
-            if (t[i].f[j].base == best && fct_avail(&t[i].f[j])) t[i].f[j].used++, has = 1;
+            if (t[i].f[j].base == b && fct_avail(&t[i].f[j])) t[i].f[j].used++, has = 1;
         if (has) {
             term tmp = t[i];
             t[i] = t[n1];
             t[n1++] = tmp;
         }
     }
-    const ch_expr *fb = fz_expr(z, best);
-    const ch_expr *s1 = fz_sum(z, t, n1);
-    const ch_expr *s2 = fz_sum(z, t + n1, nt - n1);
-    if (z->failed || !fb || !s1 || !s2) {
+    return n1;
+}
+
+/* t's node when fz_term would rebuild it unchanged: no power taken out
+ * and every factor its own factored form; else NULL. */
+static const ch_expr *fz_same(fz *z, const term *t)
+{
+    for (size_t i = 0; i < t->nf; i++)
+        if (t->f[i].used || fz_expr(z, t->f[i].base) != t->f[i].base) return NULL;
+    return t->orig;
+}
+
+/* The sum of the terms without common factors taken out. The terms that
+ * do not change enter as they are (most of them: building each anew was
+ * a third of an emit). */
+static const ch_expr *fz_plain(fz *z, const term *t, size_t nt)
+{
+    if (nt == 0) return ch_zero(z->ctx);
+    if (nt == 1) return fz_term(z, &t[0]);
+    const ch_expr **ts = calloc(nt, sizeof *ts);
+    fmpq *c = calloc(nt, sizeof *c);
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    if (!ts || !c) z->failed = 1;
+    for (size_t i = 0; i < nt && !z->failed; i++) {
+        /* shallow copies: read-only views of the coefficients */
+        if ((ts[i] = fz_same(z, &t[i])))
+            c[i] = *t[i].c;
+        else if ((ts[i] = fz_term(z, &t[i])))
+            c[i] = *one;
+        else
+            z->failed = 1;
+    }
+    const ch_expr *r = z->failed ? NULL : ch_lincomb(z->ctx, NULL, nt, c, ts);
+    if (!r) z->failed = 1;
+    free(ts);
+    free(c);
+    fmpq_clear(one);
+    return r;
+}
+
+/* The sum of the terms, greedily as f1 * (sum of the terms with f1, f1
+ * taken out) + f2 * (...) + ... + (the others), each f the factor most of
+ * the remaining terms share (multivariate Horner): each group saves a
+ * product per term but one. The groups are built in one loop and summed
+ * once: summing them one by one (f1 * s1 + (f2 * s2 + ...)) would build
+ * every partial sum, quadratic in the number of groups. The products are
+ * created last group first, as that recursion did, so that the result,
+ * whose terms are ordered by node id, prints the same. */
+static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
+{
+    if (z->failed) return NULL;
+    if (nt < 2) return fz_plain(z, t, nt);
+    /* group g: factor fb[g] times the sum s1[g]; at most nt / 2 groups */
+    size_t cap = nt / 2 + 1, ng = 0;
+    const ch_expr **fb = calloc(2 * cap + 1, sizeof *fb), **s1 = fb + cap;
+    if (!fb) {
         z->failed = 1;
         return NULL;
     }
-    const ch_expr *r = ch_add(z->ctx, ch_mul(z->ctx, fb, s1), s2);
+    size_t at = 0;
+    const ch_expr *best;
+    while (!z->failed && nt - at >= 2 && (best = fz_best(z, t + at, nt - at))) {
+        size_t n1 = fz_partition(t + at, nt - at, best);
+        fb[ng] = fz_expr(z, best);
+        s1[ng] = fz_sum(z, t + at, n1);
+        if (!fb[ng] || !s1[ng]) z->failed = 1;
+        ng++;
+        at += n1;
+    }
+    const ch_expr *rest = z->failed ? NULL : fz_plain(z, t + at, nt - at);
+    const ch_expr *r = NULL;
+    if (rest) {
+        /* the products, last group first, each with its coefficient-free
+         * part created right after it (as ch_add of it would) */
+        s1[ng] = rest;
+        for (size_t g = ng; g-- > 0 && !z->failed;) {
+            const ch_expr *p = ch_mul(z->ctx, fb[g], s1[g]);
+            if (!p || !ch_add(z->ctx, p, g + 1 == ng ? rest : ch_zero(z->ctx)))
+                z->failed = 1;
+            s1[g] = p;
+        }
+        if (!z->failed) r = ng ? ch_add_n(z->ctx, ng + 1, s1) : rest;
+    }
     if (!r) z->failed = 1;
+    free(fb);
     return r;
 }
 
@@ -632,6 +698,7 @@ static const ch_expr *fz_add(fz *z, const ch_expr *e)
             const ch_expr *x = e->pair[i].e;
             t[i].c = e->pair[i].c;
             t[i].f = f + at;
+            t[i].orig = x;
             if (x->kind == CH_MUL && fmpq_is_one(x->num)) {
                 for (size_t j = 0; j < x->n; j++)
                     f[at++] = (fct){x->pair[j].e, x->pair[j].c, 0};
