@@ -933,6 +933,7 @@ static int merge_factor(const node *b, uint32_t rc)
  * (see rebuild). */
 static int fold_term(const node *b, uint32_t rc, const fmpq *c)
 {
+    if (b->kind == K_ADD) return rc == 1 && is_pm1(c);
     if (b->kind != K_MUL || b->n == 0) return 0;
     if (b->n == 1 && b->nd == 0 && (rc == 1 || is_pm1(b->k))) return 1;
     return rc == 1 && !is_pm1(c);
@@ -956,42 +957,62 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
     if (a->kind == K_CALL)
         return mk_call(s, a->fn, rep[a->op[0]], a->n > 1 ? rep[a->op[1]] : NONE);
     if (a->kind == K_ADD) {
+        /* +-(a single-use sum) is spliced in (its terms may cancel ours):
+         * the number of terms after splicing */
+        uint32_t nt = 0;
+        for (uint32_t i = 0; i < a->n; i++) {
+            const node *b = s->nd[rep[a->op[i]]];
+            nt += flatten && b->kind == K_ADD && rc[a->op[i]] == 1 && is_pm1(a->c + i) ? b->n : 1;
+        }
         /* the terms on the stack when few */
-        uint32_t tst[16], *t = a->n <= 16 ? tst : malloc(a->n * sizeof *t);
+        uint32_t tst[16], *t = nt <= 16 ? tst : malloc(nt * sizeof *t);
         if (!t) {
             oom(s);
             return 0;
         }
-        fmpq cst[16], *c = a->n <= 16 ? cst : _fmpq_vec_init(a->n);
+        fmpq cst[16], *c = nt <= 16 ? cst : _fmpq_vec_init(nt);
         if (c == cst)
-            for (uint32_t i = 0; i < a->n; i++) fmpq_init(c + i);
-        fmpq_t q;
+            for (uint32_t i = 0; i < nt; i++) fmpq_init(c + i);
+        fmpq_t q, k;
         fmpq_init(q);
+        fmpq_init(k);
+        fmpq_set(k, a->k);
+        uint32_t m = 0;
         for (uint32_t i = 0; i < a->n && !s->failed; i++) {
             uint32_t o = a->op[i], r = rep[o];
             const node *b = s->nd[r];
-            fmpq_set(c + i, a->c + i);
-            t[i] = r;
+            if (flatten && b->kind == K_ADD && rc[o] == 1 && is_pm1(a->c + i)) {
+                fmpq_addmul(k, a->c + i, b->k);
+                for (uint32_t j = 0; j < b->n; j++, m++) {
+                    fmpq_mul(c + m, a->c + i, b->c + j);
+                    t[m] = b->op[j];
+                }
+                continue;
+            }
+            fmpq_set(c + m, a->c + i);
+            t[m] = r;
+            m++;
             if (!flatten || b->kind != K_MUL || b->n == 0) continue;
             if (b->n == 1 && b->nd == 0 && (rc[o] == 1 || is_pm1(b->k))) {
                 /* c * (k * x) is (c k) * x: no statement (-x is never one) */
-                fmpq_mul(c + i, c + i, b->k);
-                t[i] = b->op[0];
-            } else if (rc[o] == 1 && !is_pm1(c + i)) {
+                fmpq_mul(c + m - 1, c + m - 1, b->k);
+                t[m - 1] = b->op[0];
+            } else if (rc[o] == 1 && !is_pm1(c + m - 1)) {
                 /* c * (k * x * y) as sign * (|c| k x y): the magnitude joins the
                  * product, where the sharing pass can share it with others */
-                fmpq_abs(q, c + i);
+                fmpq_abs(q, c + m - 1);
                 fmpq_mul(q, q, b->k);
-                t[i] = mk_mul(s, q, b->op, b->n, b->op + b->n, b->nd);
-                fmpq_set_si(c + i, fmpq_sgn(c + i), 1);
+                t[m - 1] = mk_mul(s, q, b->op, b->n, b->op + b->n, b->nd);
+                fmpq_set_si(c + m - 1, fmpq_sgn(c + m - 1), 1);
             }
         }
-        uint32_t r = s->failed ? 0 : mk_add(s, a->k, t, c, a->n);
+        uint32_t r = s->failed ? 0 : mk_add(s, k, t, c, m);
         if (c != cst)
-            _fmpq_vec_clear(c, a->n);
+            _fmpq_vec_clear(c, nt);
         else
-            for (uint32_t i = 0; i < a->n; i++) fmpq_clear(c + i);
+            for (uint32_t i = 0; i < nt; i++) fmpq_clear(c + i);
         fmpq_clear(q);
+        fmpq_clear(k);
         if (t != tst) free(t);
         return r;
     }
