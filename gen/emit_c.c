@@ -60,7 +60,8 @@ typedef struct {
     ch_opcount dyn_ops;       /* of kn_dyn */
     unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
     char acc_note[320];       /* how kn_acc gets the accelerations (header) */
-    const ch_expr **dyn_outs; /* kn_dyn's outputs */
+    const ch_expr **dyn_outs; /* kn_dyn's outputs (factored when cheaper) */
+    const ch_expr **dyn_plain; /* the same values as derived */
     size_t ndyn;
     ch_opcount alpha_ops;     /* of kn_alpha */
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
@@ -189,14 +190,45 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
     ch_cse_prog_free(prog);
 }
 
-static void kernel(emitter *e, const char *name, size_t nout,
-                   const ch_expr *const *outs)
+static double call_cost(const ch_opcount *c);
+
+/* kn_NAME, from the outputs as they are or, for the kernels the right
+ * side calls, with the common factors taken out of their sums
+ * (ch_factor_sums: the Coriolis terms of a chain become a few products of
+ * shared partial sums a row), whichever is cheaper by call_cost. Returns
+ * the outputs used. */
+static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
+                                    const ch_expr *const *outs)
 {
-    ch_cse_prog prog;
+    ch_cse_prog prog, fprog;
     /* the kernels that every form has (with the same outputs) */
     int again = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
                 !strcmp(name, "integ");
-    if (kernel_build(e, nout, outs, &prog, again) == 0) kernel_put(e, name, &prog);
+    /* the energy, the integrals, the constraints and the Legendre map are
+     * evaluated once per output row or projection, not per rhs call: the
+     * second program would only cost emit time */
+    int rhs = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "eta") ||
+              !strcmp(name, "hyt") || !strcmp(name, "ystar");
+    int dyn = !strcmp(name, "dyn");
+    if (kernel_build(e, nout, outs, &prog, again)) return outs;
+    const ch_expr **fac = rhs ? ch_factor_sums(e->ctx, nout, outs) : NULL;
+    if (fac) {
+        if (dyn) e->dyn_outs = fac; /* so that kernel_build caches it */
+        if (kernel_build(e, nout, fac, &fprog, again) == 0 &&
+            call_cost(&fprog.after) < call_cost(&prog.after)) {
+            ch_cse_prog_free(&prog);
+            prog = fprog;
+            outs = fac;
+        } else if (!e->failed) {
+            ch_cse_prog_free(&fprog);
+        }
+        if (dyn) e->dyn_outs = (const ch_expr **)outs;
+    }
+    if (e->failed)
+        ch_cse_prog_free(&prog);
+    else
+        kernel_put(e, name, &prog);
+    return outs;
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
@@ -217,8 +249,8 @@ static void kernel_dyn(emitter *e)
     for (size_t j = 0; j < k * n; j++) o[i++] = L->G[j];
     for (size_t j = 0; j < n; j++) o[i++] = ch_sub(e->ctx, L->Q[j], L->h[j]);
     for (size_t j = 0; j < k; j++) o[i++] = ch_neg(e->ctx, L->c[j]);
-    e->dyn_outs = o, e->ndyn = i;
-    kernel(e, "dyn", i, o);
+    e->dyn_outs = e->dyn_plain = o, e->ndyn = i;
+    kernel(e, "dyn", i, o); /* sets dyn_outs to the outputs it used */
     e->dyn_ops = e->last;
     e->dyn_nz = ch_ctx_alloc(e->ctx, i);
     if (!e->dyn_nz) e->failed = 1;
@@ -592,20 +624,41 @@ static void acc_symbolic(emitter *e, const ch_cse_prog *prog, const ch_buf *solv
 }
 
 /* Rough time of straight-line code in additions: a call of sin, cos, exp
- * costs tens of additions and a division several, so substituting alpha
- * into the dynamics pays when it saves a call for a few more products. */
+ * costs tens of additions and a division about a dozen (its throughput on
+ * current x86 is a tenth of an addition's: the 10-trailer's kn_acc with
+ * 18 divisions more and 145 operations fewer took 1.1 to 1.2 times as
+ * long), so substituting alpha into the dynamics pays when it saves a
+ * call for a few more products. */
 static double call_cost(const ch_opcount *c)
 {
-    return c->add + c->mul + 4.0 * c->div + 20.0 * c->call;
+    return c->add + c->mul + 12.0 * c->div + 20.0 * c->call;
+}
+
+/* The cost of kn_acc with the program p of its values (the first at
+ * index val): the program's and that of the solve after it, which
+ * depends on the program (pivots that are one value are inverted once). */
+static double acc_cost(emitter *e, const ch_cse_prog *p, size_t val)
+{
+    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
+                      (const char *const *)p->ref + val, NULL};
+    ch_opcount ops = {0};
+    ch_buf code;
+    ch_buf_init(&code);
+    int tri = 0;
+    double solve = ch_emit_reduced_numeric(&in, &code, &ops, &tri) == 0 && !code.oom
+                       ? call_cost(&ops) : 0.0;
+    ch_buf_free(&code);
+    return call_cost(&p->after) + solve;
 }
 
 /* A candidate program of kn_acc's values replaces *out when its cost is
  * below *best (then *val and *fused are set); otherwise it is freed. */
-static void keep_cheaper(ch_cse_prog *cand, ch_cse_prog *out, double *best, size_t *val,
-                         int *fused, size_t cval, int cfused)
+static void keep_cheaper(emitter *e, ch_cse_prog *cand, ch_cse_prog *out, double *best,
+                         size_t *val, int *fused, size_t cval, int cfused)
 {
-    if (call_cost(&cand->after) < *best) {
-        *best = call_cost(&cand->after);
+    double cost = acc_cost(e, cand, cval);
+    if (cost < *best) {
+        *best = cost;
         ch_cse_prog_free(out);
         *out = *cand;
         *val = cval, *fused = cfused;
@@ -772,7 +825,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
     if (built && order_vdep(e, &p1)) {
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(&p1.body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
-        keep_cheaper(&p1, out, best, val, fused, k, 1);
+        keep_cheaper(e, &p1, out, best, val, fused, k, 1);
     } else {
         ch_cse_prog_free(&p1);
     }
@@ -788,7 +841,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
     }
     for (size_t nu = 0; nu < k; nu++)
         ch_buf_printf(&p3.body, "    v[%d] = %s;\n", mf->dep[nu], p3.ref[nu + nd]);
-    keep_cheaper(&p3, out, best, val, fused, 0, 1);
+    keep_cheaper(e, &p3, out, best, val, fused, 0, 1);
 }
 
 /* The program of kn_dyn's values for kn_acc's body, with the temporaries'
@@ -796,9 +849,10 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
  * value among the program's outputs, *fused says whether the program
  * also writes the dependent velocities into v (then the rhs does not call
  * kn_vel: the body is the only place alpha is computed). Candidates, the
- * cheapest by call_cost kept:
- *  - the dynamics alone at the velocities kn_vel computed (plus kn_alpha
- *    there, in the reduced form with explicit alpha);
+ * cheapest by acc_cost kept:
+ *  - kn_dyn's program (the dynamics alone, factored when that was
+ *    cheaper) at the velocities kn_vel computed (plus kn_alpha there, in
+ *    the reduced form with explicit alpha);
  *  - in the reduced form with explicit alpha, alpha then the dynamics at
  *    v_dep = alpha's values as one CSE'd program (its statements ordered
  *    by order_vdep): alpha and the dynamics share sin and cos of the
@@ -817,12 +871,12 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
     *fused = 0, *val = 0;
     if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
-    double best = call_cost(&out->after) + alpha_cost;
+    double best = acc_cost(e, out, 0) + alpha_cost;
     /* dynamics and alpha with common factors out, in one pass so that
      * what they share stays shared */
     const ch_expr **all = earr(e, nd + k);
     if (!all) return -1;
-    for (size_t i = 0; i < nd; i++) all[i] = e->dyn_outs[i];
+    for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
     const ch_expr **fac = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all);
     if (fac) {
@@ -832,14 +886,14 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
         if (ch_cse_build(e->ctx, nd, fac, namer, e, "w", "    ", &cand, &scratch) == 0) {
             /* kn_vel's alpha comes on top (call_cost is linear) */
             best -= alpha_cost;
-            keep_cheaper(&cand, out, &best, val, fused, 0, 0);
+            keep_cheaper(e, &cand, out, &best, val, fused, 0, 0);
             best += alpha_cost;
         } else {
             ch_cse_prog_free(&cand);
         }
     }
     if (!with_alpha) return 0;
-    fused_candidates(e, e->dyn_outs, red->alpha, out, &best, val, fused);
+    fused_candidates(e, e->dyn_plain, red->alpha, out, &best, val, fused);
     if (fac) fused_candidates(e, fac, fac + nd, out, &best, val, fused);
     return 0;
 }
@@ -1242,6 +1296,9 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
         ch_buf_put(b, e->acc_note);
         ch_buf_put(b, ".\n");
     }
+    if (e->form == CH_FORM_FULL)
+        ch_buf_printf(b, " * right side: kn_dyn (M, G, b = Q - h, r = -c), %.0f operations "
+                         "per call, then one dense solve.\n", opcount_total(&e->dyn_ops));
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
         ch_buf_put(b, " * Legendre map inverted symbolically (closed-form H*).\n");
     else if (e->form == CH_FORM_HAMILTON)
