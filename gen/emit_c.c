@@ -194,9 +194,10 @@ static double call_cost(const ch_opcount *c);
 
 /* kn_NAME, from the outputs as they are or, for the kernels the right
  * side calls, with the common factors taken out of their sums
- * (ch_factor_sums: the Coriolis terms of a chain become a few products of
- * shared partial sums a row), whichever is cheaper by call_cost. Returns
- * the outputs used. */
+ * (ch_factor_sums, without and with distributing over small sums first:
+ * the Coriolis terms of a chain, the bias of the n-trailer's constraints
+ * become a few products of shared partial sums a row), whichever is
+ * cheapest by call_cost. Returns the outputs used. */
 static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
                                     const ch_expr *const *outs)
 {
@@ -205,14 +206,16 @@ static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
     int again = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
                 !strcmp(name, "integ");
     /* the energy, the integrals, the constraints and the Legendre map are
-     * evaluated once per output row or projection, not per rhs call: the
-     * second program would only cost emit time */
+     * evaluated once per output row or projection, not per rhs call: more
+     * programs would only cost emit time */
     int rhs = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "eta") ||
               !strcmp(name, "hyt") || !strcmp(name, "ystar");
     int dyn = !strcmp(name, "dyn");
+    const ch_expr *const *plain = outs;
     if (kernel_build(e, nout, outs, &prog, again)) return outs;
-    const ch_expr **fac = rhs ? ch_factor_sums(e->ctx, nout, outs) : NULL;
-    if (fac) {
+    for (int dist = 0; rhs && dist < 2 && !e->failed; dist++) {
+        const ch_expr **fac = ch_factor_sums(e->ctx, nout, plain, dist);
+        if (!fac) continue;
         if (dyn) e->dyn_outs = fac; /* so that kernel_build caches it */
         if (kernel_build(e, nout, fac, &fprog, again) == 0 &&
             call_cost(&fprog.after) < call_cost(&prog.after)) {
@@ -861,7 +864,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
  *  - there too, the dynamics with alpha substituted symbolically (which
  *    pays only where terms cancel);
  *  - each of these with the common factors taken out of the sums
- *    (ch_factor_sums).
+ *    (ch_factor_sums, without and with distributing).
  * Returns 0, or nonzero with the emitter failed. */
 static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
 {
@@ -878,12 +881,14 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
     if (!all) return -1;
     for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
-    const ch_expr **fac = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all);
-    if (fac) {
+    const ch_expr **fac[2];
+    for (int dist = 0; dist < 2; dist++) {
+        fac[dist] = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
+        if (!fac[dist]) continue;
         ch_cse_prog cand;
         ch_error scratch;
         memset(&scratch, 0, sizeof scratch);
-        if (ch_cse_build(e->ctx, nd, fac, namer, e, "w", "    ", &cand, &scratch) == 0) {
+        if (ch_cse_build(e->ctx, nd, fac[dist], namer, e, "w", "    ", &cand, &scratch) == 0) {
             /* kn_vel's alpha comes on top (call_cost is linear) */
             best -= alpha_cost;
             keep_cheaper(e, &cand, out, &best, val, fused, 0, 0);
@@ -894,14 +899,16 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
     }
     if (!with_alpha) return 0;
     fused_candidates(e, e->dyn_plain, red->alpha, out, &best, val, fused);
-    if (fac) fused_candidates(e, fac, fac + nd, out, &best, val, fused);
+    for (int dist = 0; dist < 2; dist++)
+        if (fac[dist]) fused_candidates(e, fac[dist], fac[dist] + nd, out, &best, val, fused);
     return 0;
 }
 
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
  * call_cost of the reduced equations as they are and with common factors
- * out of the sums (ch_factor_sums), each alone (kn_vel computes alpha) or,
+ * out of the sums (ch_factor_sums, without and with distributing), each
+ * alone (kn_vel computes alpha) or,
  * in the reduced form with explicit alpha and equations free of the
  * dependent velocities, with alpha as further outputs written into v
  * (*fused: no kn_vel in the rhs; alpha and the equations share sin, cos
@@ -923,11 +930,13 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
     for (size_t i = 0; with_alpha && i < no + k; i++)
         if (ch_has_any_sym(all[i], k, vdep)) with_alpha = 0;
-    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all);
+    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 0);
+    const ch_expr **fad = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 1);
     /* candidates: (outputs, count, fused) */
-    const ch_expr *const *cand[3] = {fac, with_alpha ? all : NULL, with_alpha ? fac : NULL};
-    size_t count[3] = {no, no + k, no + k};
-    for (int c = 0; c < 3; c++) {
+    const ch_expr *const *cand[5] = {fac, fad, with_alpha ? all : NULL, with_alpha ? fac : NULL,
+                                     with_alpha ? fad : NULL};
+    size_t count[5] = {no, no, no + k, no + k, no + k};
+    for (int c = 0; c < 5; c++) {
         if (!cand[c]) continue;
         ch_cse_prog p;
         ch_error scratch;
@@ -936,16 +945,17 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
             ch_cse_prog_free(&p);
             continue;
         }
-        double cost = call_cost(&p.after) + (c == 0 ? alpha_cost : 0.0);
+        int fuse = c >= 2;
+        double cost = call_cost(&p.after) + (fuse ? 0.0 : alpha_cost);
         if (cost < best) {
             best = cost;
-            if (c > 0)
+            if (fuse)
                 for (size_t nu = 0; nu < k; nu++)
                     ch_buf_printf(&p.body, "    v[%d] = %s;\n", mf->dep[nu], p.ref[no + nu]);
             ch_cse_prog_free(prog);
             *prog = p;
             *outs = (const ch_expr **)cand[c];
-            *fused = c > 0;
+            *fused = fuse;
         } else {
             ch_cse_prog_free(&p);
         }

@@ -463,6 +463,7 @@ typedef struct {
     ch_ctx *ctx;
     ch_map memo; /* node id -> factored node */
     int failed;
+    int distribute; /* terms distributed over their small sums first */
 } fz;
 
 static const ch_expr *fz_expr(fz *z, const ch_expr *e);
@@ -546,6 +547,7 @@ static size_t fz_partition(term *t, size_t nt, const ch_expr *b)
  * and every factor its own factored form; else NULL. */
 static const ch_expr *fz_same(fz *z, const term *t)
 {
+    if (!t->orig) return NULL;
     for (size_t i = 0; i < t->nf; i++)
         if (t->f[i].used || fz_expr(z, t->f[i].base) != t->f[i].base) return NULL;
     return t->orig;
@@ -682,43 +684,129 @@ static size_t pythagoras(term *t, size_t nt)
     return nt;
 }
 
+/* A term c * R * (a + b + ...) with a small sum among its factors is
+ * distributed, c*R*a + c*R*b + ..., before the factoring: the sums
+ * sin(x - y) = sin x cos y - cos x sin y inside the bias of a chain of
+ * constraints hide the factor sin x that every term of a row shares. */
+#define FZ_DIST_MAX 4
+
+/* The index in x of the sum it distributes over, or x->n. */
+static size_t dist_at(const fz *z, const ch_expr *x)
+{
+    if (!z->distribute) return x->kind == CH_MUL ? x->n : 0;
+    if (x->kind != CH_MUL || !fmpq_is_one(x->num)) return x->kind == CH_MUL ? x->n : 0;
+    size_t at = x->n;
+    for (size_t j = 0; j < x->n; j++) {
+        const ch_expr *y = x->pair[j].e;
+        if (y->kind != CH_ADD || !fmpq_is_one(x->pair[j].c) ||
+            y->n + !fmpq_is_zero(y->num) > FZ_DIST_MAX)
+            continue;
+        if (at < x->n) return x->n; /* two sums: left as it is */
+        at = j;
+    }
+    return at;
+}
+
+/* The factors of a term of a sum (x, or its factors) appended to f. */
+static size_t put_factors(fct *f, const ch_expr *x, const fmpq *one, size_t skip)
+{
+    size_t at = 0;
+    if (x->kind == CH_MUL && fmpq_is_one(x->num)) {
+        for (size_t j = 0; j < x->n; j++)
+            if (j != skip) f[at++] = (fct){x->pair[j].e, x->pair[j].c, 0};
+    } else {
+        f[at++] = (fct){x, one, 0};
+    }
+    return at;
+}
+
+/* The factors f[0..n) in the canonical order (by node id), powers of one
+ * base merged (their exponent summed into q[*qi], the next free slot);
+ * the new count. */
+static size_t merge_factors(fct *f, size_t n, fmpq *q, size_t *qi)
+{
+    for (size_t i = 1; i < n; i++) {
+        fct x = f[i];
+        size_t j = i;
+        for (; j > 0 && f[j - 1].base->id > x.base->id; j--) f[j] = f[j - 1];
+        f[j] = x;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && f[m - 1].base == f[i].base) {
+            fmpq_add(q + *qi, f[m - 1].exp, f[i].exp);
+            f[m - 1].exp = q + (*qi)++;
+            continue;
+        }
+        f[m++] = f[i];
+    }
+    return m;
+}
+
 static const ch_expr *fz_add(fz *z, const ch_expr *e)
 {
-    size_t nt = e->n, nf = 0;
-    for (size_t i = 0; i < nt; i++) nf += e->pair[i].e->kind == CH_MUL ? e->pair[i].e->n : 1;
+    /* the terms and factors once distributed */
+    size_t nt = 0, nf = 0, nq = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        const ch_expr *x = e->pair[i].e;
+        size_t d = dist_at(z, x);
+        if (x->kind == CH_MUL && d < x->n) {
+            const ch_expr *y = x->pair[d].e;
+            for (size_t k = 0; k < y->n; k++)
+                nf += x->n - 1 + (y->pair[k].e->kind == CH_MUL ? y->pair[k].e->n : 1);
+            nf += fmpq_is_zero(y->num) ? 0 : x->n - 1;
+            nq += y->n + !fmpq_is_zero(y->num);
+            nt += y->n + !fmpq_is_zero(y->num);
+        } else {
+            nf += x->kind == CH_MUL ? x->n : 1;
+            nt++;
+        }
+    }
     term *t = calloc(nt + 1, sizeof *t);
     fct *f = calloc(nf + 1, sizeof *f);
-    fmpq *one = calloc(1, sizeof *one);
+    /* coefficients of the distributed terms, exponents of merged factors,
+     * and the 1 of single factors */
+    nq += nf;
+    fmpq *q = calloc(nq + 1, sizeof *q);
     const ch_expr *r = NULL;
-    if (t && f && one) {
-        fmpq_init(one);
-        fmpq_one(one);
-        size_t at = 0;
-        for (size_t i = 0; i < nt; i++) {
+    if (t && f && q) {
+        for (size_t i = 0; i <= nq; i++) fmpq_init(q + i);
+        const fmpq *one = q + nq;
+        fmpq_one(q + nq);
+        size_t at = 0, ti = 0, qi = 0;
+        for (size_t i = 0; i < e->n; i++) {
             const ch_expr *x = e->pair[i].e;
-            t[i].c = e->pair[i].c;
-            t[i].f = f + at;
-            t[i].orig = x;
-            if (x->kind == CH_MUL && fmpq_is_one(x->num)) {
-                for (size_t j = 0; j < x->n; j++)
-                    f[at++] = (fct){x->pair[j].e, x->pair[j].c, 0};
-            } else {
-                f[at++] = (fct){x, one, 0};
+            size_t d = dist_at(z, x);
+            if (!(x->kind == CH_MUL && d < x->n)) {
+                t[ti] = (term){e->pair[i].c, f + at, 0, x};
+                at += t[ti].nf = put_factors(f + at, x, one, (size_t)-1);
+                ti++;
+                continue;
             }
-            t[i].nf = (size_t)(f + at - t[i].f);
+            const ch_expr *y = x->pair[d].e;
+            for (size_t k = 0; k <= y->n; k++) {
+                if (k == y->n && fmpq_is_zero(y->num)) break;
+                fmpq_mul(q + qi, e->pair[i].c, k < y->n ? y->pair[k].c : y->num);
+                t[ti] = (term){q + qi++, f + at, 0, NULL};
+                at += t[ti].nf = put_factors(f + at, x, one, d);
+                if (k < y->n) at += put_factors(f + at, y->pair[k].e, one, (size_t)-1);
+                t[ti].nf = merge_factors(t[ti].f, (size_t)(f + at - t[ti].f), q, &qi);
+                at = (size_t)(t[ti].f - f) + t[ti].nf;
+                ti++;
+            }
         }
-        nt = pythagoras(t, nt);
+        nt = pythagoras(t, ti);
         r = fz_sum(z, t, nt);
         if (r && !fmpq_is_zero(e->num)) {
             const ch_expr *c = ch_num_q(z->ctx, e->num);
             r = c ? ch_add(z->ctx, r, c) : NULL;
         }
-        fmpq_clear(one);
+        for (size_t i = 0; i <= nq; i++) fmpq_clear(q + i);
     }
     if (!r) z->failed = 1;
     free(t);
     free(f);
-    free(one);
+    free(q);
     return r;
 }
 
@@ -772,9 +860,10 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
     return r;
 }
 
-const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in)
+const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
+                               int distribute)
 {
-    fz z = {ctx, {0}, 0};
+    fz z = {ctx, {0}, 0, distribute};
     ch_map_init(&z.memo);
     const ch_expr **out = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out);
     if (!out) z.failed = 1;

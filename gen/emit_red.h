@@ -77,9 +77,14 @@ void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt
 
 /* The n expressions with common factors taken out of their sums
  * (greedy multivariate Horner: sum of a*x*b_i + c_j -> a*(x*(sum b_i)) +
- * sum c_j, recursively), the same values in fewer products. A new array in
- * the context, or NULL (a node limit, out of memory: the context's error
- * is cleared and the caller keeps in). */
-const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in);
+ * sum c_j, recursively), the same values in fewer products. With
+ * distribute, a term with a small sum among its factors is first
+ * multiplied out (c*x*(s*y - t*z) -> c*s*x*y - c*t*x*z), which shows
+ * factors the sum hid: whether that pays depends on the model, so the
+ * callers try both. A new array in the context, or NULL (a node limit,
+ * out of memory: the context's error is cleared and the caller keeps
+ * in). */
+const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
+                               int distribute);
 
 #endif
