@@ -461,7 +461,9 @@ typedef struct {
 
 typedef struct {
     ch_ctx *ctx;
-    ch_map memo; /* node id -> factored node */
+    /* node id -> factored node: the context's, kept across calls (every
+     * form factors kn_dyn's outputs, kn_acc them again with alpha) */
+    ch_map *memo;
     int failed;
     int distribute; /* terms distributed over their small sums first */
 } fz;
@@ -690,11 +692,11 @@ static size_t pythagoras(term *t, size_t nt)
  * constraints hide the factor sin x that every term of a row shares. */
 #define FZ_DIST_MAX 4
 
-/* The index in x of the sum it distributes over, or x->n. */
+/* The index in the product x of the sum it distributes over, or x->n
+ * (also for x not a product). */
 static size_t dist_at(const fz *z, const ch_expr *x)
 {
-    if (!z->distribute) return x->kind == CH_MUL ? x->n : 0;
-    if (x->kind != CH_MUL || !fmpq_is_one(x->num)) return x->kind == CH_MUL ? x->n : 0;
+    if (!z->distribute || x->kind != CH_MUL || !fmpq_is_one(x->num)) return x->n;
     size_t at = x->n;
     for (size_t j = 0; j < x->n; j++) {
         const ch_expr *y = x->pair[j].e;
@@ -814,7 +816,7 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
 {
     if (z->failed || !e) return NULL;
     if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
-    const ch_expr *r = ch_map_get(&z->memo, e->id);
+    const ch_expr *r = ch_map_get(z->memo, e->id);
     if (r) return r;
     switch (e->kind) {
     case CH_ADD:
@@ -853,7 +855,7 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
     default:
         r = e;
     }
-    if (!r || ch_map_put(&z->memo, e->id, (void *)r)) {
+    if (!r || ch_map_put(z->memo, e->id, (void *)r)) {
         z->failed = 1;
         return NULL;
     }
@@ -863,13 +865,12 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
 const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
                                int distribute)
 {
-    fz z = {ctx, {0}, 0, distribute};
-    ch_map_init(&z.memo);
+    fz z = {ctx, ch_ctx_memo(ctx, distribute ? CH_MEMO_FACTOR_DIST : CH_MEMO_FACTOR), 0,
+            distribute};
     const ch_expr **out = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out);
     if (!out) z.failed = 1;
     for (size_t i = 0; i < n && !z.failed; i++)
         if (!(out[i] = fz_expr(&z, in[i]))) z.failed = 1;
-    ch_map_free(&z.memo);
     if (z.failed) {
         /* a node limit: the caller keeps the outputs as they are */
         ch_ctx_clear_error(ctx);
