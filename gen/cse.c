@@ -14,7 +14,8 @@
  * lowering the operation count without changing values beyond rounding:
  *   1. flattening: a product used only as a factor of one other product is
  *      merged into it (a sign -x always is), so that common factors become
- *      visible; in a sum, c * (k * x) becomes (c k) * x;
+ *      visible; in a sum, c * (k * x) becomes (c k) * x, and a sum used
+ *      only there with coefficient +-1 joins its terms (which may cancel);
  *   2. factoring of sums: the terms of a sum (single-use products inlined)
  *      form a polynomial in their factors, factored greedily by its most
  *      frequent factor (a symbol, a temporary or a numeric coefficient),
@@ -940,7 +941,8 @@ static int fold_term(const node *b, uint32_t rc, const fmpq *c)
 }
 
 /* The value a with its operands replaced through rep (and, in mode
- * flatten, single-use products merged into products). */
+ * flatten, single-use products merged into products and single-use sums
+ * into sums). */
 static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t *rc,
                         int flatten)
 {
