@@ -11,6 +11,7 @@
 #include "check.h"
 #include "gen/buf.h"
 #include "gen/cse.h"
+#include "gen/emit_red.h"
 #include "gen/eval.h"
 #include "gen/expr.h"
 #include "gen/jit.h"
@@ -157,6 +158,77 @@ static void test_greedy(void)
         CHECK_MSG(p.after.add == 2 && p.after.mul == 1, "%.0f add %.0f mul\n%s",
                   p.after.add, p.after.mul, p.body.s);
     ch_cse_prog_free(&p);
+    ch_ctx_free(ctx);
+}
+
+/* -(a*u) - a*(b - c - u): factoring by a leaves -u - (b - c - u), whose
+ * inner sum is used only there; spliced in, u cancels: a*(c - b). */
+static void test_splice(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    const ch_expr *a = t.x[0], *b = t.x[1], *c = t.x[2], *u = t.x[3];
+    const ch_expr *inner = ch_sub(ctx, ch_sub(ctx, b, c), u);
+    const ch_expr *e = ch_sub(ctx, ch_neg(ctx, ch_mul(ctx, a, u)), ch_mul(ctx, a, inner));
+    ch_cse_prog p;
+    if (build(&t, 1, &e, &p) == 0)
+        CHECK_MSG(p.after.add == 1 && p.after.mul == 1, "%.0f add %.0f mul\n%s",
+                  p.after.add, p.after.mul, p.body.s);
+    ch_cse_prog_free(&p);
+    ch_ctx_free(ctx);
+}
+
+/* Rows r_i = sum_{j<i} v_j (cos q_j sin q_i - sin q_j cos q_i), the bias
+ * of a chain of constraints: the terms are products with a small sum
+ * among their factors. ch_factor_sums with distributing takes sin q_i
+ * and cos q_i out of each row, leaving partial sums shared between rows
+ * (a few operations a row); without, no factor is common; both keep the
+ * values. */
+static void test_factor_distribute(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    enum { R = 4 }; /* angles x0..x3, velocities x4..x7 */
+    const ch_expr *sn[R], *cs[R], *row[R - 1];
+    for (int i = 0; i < R; i++) {
+        sn[i] = ch_fun1(ctx, CH_F_SIN, t.x[i]);
+        cs[i] = ch_fun1(ctx, CH_F_COS, t.x[i]);
+    }
+    for (int i = 1; i < R; i++) {
+        const ch_expr *terms[R];
+        for (int j = 0; j < i; j++) {
+            const ch_expr *d = ch_sub(ctx, ch_mul(ctx, cs[j], sn[i]), ch_mul(ctx, sn[j], cs[i]));
+            terms[j] = ch_mul(ctx, t.x[R + j], d);
+        }
+        row[i - 1] = ch_add_n(ctx, (size_t)i, terms);
+    }
+    ch_cse_prog p[3];
+    const ch_expr **fac[2] = {ch_factor_sums(ctx, R - 1, row, 0),
+                              ch_factor_sums(ctx, R - 1, row, 1)};
+    CHECK(fac[0] != NULL && fac[1] != NULL);
+    if (!fac[0] || !fac[1]) {
+        ch_ctx_free(ctx);
+        return;
+    }
+    int ok = build(&t, R - 1, row, &p[0]) == 0;
+    ok &= build(&t, R - 1, fac[0], &p[1]) == 0;
+    ok &= build(&t, R - 1, fac[1], &p[2]) == 0;
+    if (ok) {
+        /* the factored rows keep the values of the rows (compare() checks
+         * each program against its own outputs; these check across) */
+        double symval[64] = {0}, want[R], got[R];
+        for (int i = 0; i < NS; i++) symval[t.x[i]->sym->sid] = 0.3 + 0.17 * i;
+        ch_eval_d_many(ctx, R - 1, row, symval, want);
+        ch_eval_d_many(ctx, R - 1, fac[1], symval, got);
+        for (int i = 0; i < R - 1; i++) CHECK(fabs(got[i] - want[i]) <= 1e-13);
+        CHECK_MSG(total(&p[2].after) < total(&p[0].after) &&
+                      total(&p[2].after) < total(&p[1].after),
+                  "distributed %g, plain %g, factored %g\n%s", total(&p[2].after),
+                  total(&p[0].after), total(&p[1].after), p[2].body.s);
+    }
+    for (int i = 0; i < 3; i++) ch_cse_prog_free(&p[i]);
     ch_ctx_free(ctx);
 }
 
@@ -308,6 +380,8 @@ int main(void)
 {
     RUN(test_common_factor);
     RUN(test_greedy);
+    RUN(test_splice);
+    RUN(test_factor_distribute);
     RUN(test_sharing);
     RUN(test_random);
     RUN(test_cache);
