@@ -197,9 +197,9 @@ static double call_cost(const ch_opcount *c);
  * (ch_factor_sums, without and with distributing over small sums first:
  * the Coriolis terms of a chain, the bias of the n-trailer's constraints
  * become a few products of shared partial sums a row), whichever is
- * cheapest by call_cost. Returns the outputs used. */
-static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
-                                    const ch_expr *const *outs)
+ * cheapest by call_cost (kn_dyn's outputs, e->dyn_outs, are then those
+ * used). */
+static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *const *outs)
 {
     ch_cse_prog prog, fprog;
     /* the kernels that every form has (with the same outputs) */
@@ -216,7 +216,7 @@ static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
     int rhs = !strcmp(name, "dyn") || !strcmp(name, "alpha");
     int dyn = !strcmp(name, "dyn");
     const ch_expr *const *plain = outs;
-    if (kernel_build(e, nout, outs, &prog, again)) return outs;
+    if (kernel_build(e, nout, outs, &prog, again)) return;
     for (int dist = 0; rhs && dist < 2 && !e->failed; dist++) {
         const ch_expr **fac = ch_factor_sums(e->ctx, nout, plain, dist);
         if (!fac) continue;
@@ -235,7 +235,6 @@ static const ch_expr *const *kernel(emitter *e, const char *name, size_t nout,
         ch_cse_prog_free(&prog);
     else
         kernel_put(e, name, &prog);
-    return outs;
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
