@@ -930,11 +930,18 @@ static int merge_factor(const node *b, uint32_t rc)
            (rc == 1 || (b->n == 1 && is_pm1(b->k)));
 }
 
+/* Whether the term c * b of a sum, b a sum with rc uses, joins the sum's
+ * terms when flattened: used there only, with coefficient +-1. */
+static int splice_sum(const node *b, uint32_t rc, const fmpq *c)
+{
+    return b->kind == K_ADD && rc == 1 && is_pm1(c);
+}
+
 /* Whether the term c * b (b with rc uses) of a sum changes when flattened
  * (see rebuild). */
 static int fold_term(const node *b, uint32_t rc, const fmpq *c)
 {
-    if (b->kind == K_ADD) return rc == 1 && is_pm1(c);
+    if (b->kind == K_ADD) return splice_sum(b, rc, c);
     if (b->kind != K_MUL || b->n == 0) return 0;
     if (b->n == 1 && b->nd == 0 && (rc == 1 || is_pm1(b->k))) return 1;
     return rc == 1 && !is_pm1(c);
@@ -964,7 +971,7 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
         uint32_t nt = 0;
         for (uint32_t i = 0; i < a->n; i++) {
             const node *b = s->nd[rep[a->op[i]]];
-            nt += flatten && b->kind == K_ADD && rc[a->op[i]] == 1 && is_pm1(a->c + i) ? b->n : 1;
+            nt += flatten && splice_sum(b, rc[a->op[i]], a->c + i) ? b->n : 1;
         }
         /* the terms on the stack when few */
         uint32_t tst[16], *t = nt <= 16 ? tst : malloc(nt * sizeof *t);
@@ -983,7 +990,7 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
         for (uint32_t i = 0; i < a->n && !s->failed; i++) {
             uint32_t o = a->op[i], r = rep[o];
             const node *b = s->nd[r];
-            if (flatten && b->kind == K_ADD && rc[o] == 1 && is_pm1(a->c + i)) {
+            if (flatten && splice_sum(b, rc[o], a->c + i)) {
                 fmpq_addmul(k, a->c + i, b->k);
                 for (uint32_t j = 0; j < b->n; j++, m++) {
                     fmpq_mul(c + m, a->c + i, b->c + j);

@@ -640,13 +640,21 @@ static double call_cost(const ch_opcount *c)
     return c->add + c->mul + 12.0 * c->div + 20.0 * c->call;
 }
 
+/* The numeric solve's input for kn_acc with the program p of its values
+ * (the first at index val), without p's statements. */
+static ch_redsolve acc_in(const emitter *e, const ch_cse_prog *p, size_t val)
+{
+    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
+                      (const char *const *)p->ref + val, NULL};
+    return in;
+}
+
 /* The cost of kn_acc with the program p of its values (the first at
  * index val): the program's and that of the solve after it, which
  * depends on the program (pivots that are one value are inverted once). */
 static double acc_cost(emitter *e, const ch_cse_prog *p, size_t val)
 {
-    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
-                      (const char *const *)p->ref + val, NULL};
+    ch_redsolve in = acc_in(e, p, val);
     ch_opcount ops = {0};
     ch_buf code;
     ch_buf_init(&code);
@@ -996,8 +1004,8 @@ static void fun_acc(emitter *e)
         size_t off = 0;
         if (values_prog(e, &vals, &off, &fused) == 0) {
             have_vals = 1;
-            ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
-                              (const char *const *)vals.ref + off, vals.body.s};
+            ch_redsolve in = acc_in(e, &vals, off);
+            in.body = vals.body.s;
             num = vals.after;
             if (ch_emit_reduced_numeric(&in, &code, &num, &tri)) {
                 e->failed = 1;

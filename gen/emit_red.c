@@ -790,7 +790,7 @@ static const ch_expr *fz_add(fz *z, const ch_expr *e)
                 if (k == y->n && fmpq_is_zero(y->num)) break;
                 fmpq_mul(q + qi, e->pair[i].c, k < y->n ? y->pair[k].c : y->num);
                 t[ti] = (term){q + qi++, f + at, 0, NULL};
-                at += t[ti].nf = put_factors(f + at, x, one, d);
+                at += put_factors(f + at, x, one, d);
                 if (k < y->n) at += put_factors(f + at, y->pair[k].e, one, (size_t)-1);
                 t[ti].nf = merge_factors(t[ti].f, (size_t)(f + at - t[ti].f), q, &qi);
                 at = (size_t)(t[ti].f - f) + t[ti].nf;
