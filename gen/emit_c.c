@@ -813,8 +813,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
     const ch_expr **o = earr(e, nd + k), **vdep = earr(e, k);
     if (!o || !vdep) return;
     for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
-    for (size_t nu = 0; nu < k; nu++)
-        if (ch_has_any_sym(alpha[nu], k, vdep)) return;
+    if (ch_any_has_any_sym(k, alpha, k, vdep)) return;
     ch_error scratch;
     /* 1: alpha and the dynamics as one program, the dynamics reading the
      * dependent velocities as locals vd<nu> that are alpha's values; the
@@ -939,8 +938,7 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     for (size_t i = 0; i < no; i++) all[i] = (*outs)[i];
     for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
-    for (size_t i = 0; with_alpha && i < no + k; i++)
-        if (ch_has_any_sym(all[i], k, vdep)) with_alpha = 0;
+    if (with_alpha && ch_any_has_any_sym(no + k, all, k, vdep)) with_alpha = 0;
     const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 0);
     const ch_expr **fad = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 1);
     /* candidates: (outputs, count, fused) */

@@ -229,6 +229,11 @@ int ch_has_sym(const ch_expr *e, const ch_expr *s);
 /* Does e contain any of the n symbols syms (non-symbols are ignored)? One
  * walk for the whole set. */
 int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms);
+/* Does any of the ne expressions e (NULL entries skipped) contain any of
+ * the symbols? One walk for all (checking them one by one walks what they
+ * share again each time). */
+int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
+                       const ch_expr *const *syms);
 /* Does e contain any symbol of this kind? */
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 /* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
