@@ -648,6 +648,31 @@ static uint32_t recip_power(cse *s, const ch_expr *base, const fmpq *q)
     return v;
 }
 
+/* The sum v, a factor of a product with coefficient k, rescaled so that
+ * its last term (the highest value number) has coefficient +-1, k taking
+ * the scale. The expression core writes a sum that is a factor with its
+ * first coefficient 1 (2a + 2b as 2 (a + b)); the weighted tails
+ * sum_{j >= i} w_j x_j of the rows of a chain's mass matrix then differ
+ * in every coefficient from row to row, while their last terms are the
+ * same: scaled by the last coefficient they share their tails (see
+ * seq_of). The operations are as many. */
+static uint32_t unit_tail(cse *s, uint32_t v, fmpq_t k)
+{
+    const node *a = s->nd[v];
+    if (s->failed || a->kind != K_ADD || a->n < 2 || is_pm1(a->c + a->n - 1)) return v;
+    fmpq *c = _fmpq_vec_init(a->n + 1);
+    fmpq_t t;
+    fmpq_init(t);
+    fmpq_set(t, a->c + a->n - 1);
+    for (uint32_t i = 0; i < a->n; i++) fmpq_div(c + i, a->c + i, t);
+    fmpq_div(c + a->n, a->k, t);
+    uint32_t r = mk_add(s, c + a->n, a->op, c, a->n);
+    fmpq_mul(k, k, t);
+    fmpq_clear(t);
+    _fmpq_vec_clear(c, a->n + 1);
+    return r;
+}
+
 static uint32_t lower_mul(cse *s, const ch_expr *e)
 {
     /* numerator and denominator in one buffer, on the stack when small
@@ -663,9 +688,14 @@ static uint32_t lower_mul(cse *s, const ch_expr *e)
     uint32_t at = loc(s, e);
     const ch_expr *D = at ? s->den[at - 1] : NULL;
     int hoist = D && (uintptr_t)ch_map_get(&s->den_uses, D->id) >= 2;
+    fmpq_t k;
+    fmpq_init(k);
+    fmpq_set(k, e->num);
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
         const fmpq *q = e->pair[i].c;
-        if (fmpq_sgn(q) > 0)
+        if (fmpq_sgn(q) > 0 && fmpq_is_one(q) && e->pair[i].e->kind == CH_ADD)
+            num[nn++] = unit_tail(s, factor_value(s, e->pair[i].e, q), k);
+        else if (fmpq_sgn(q) > 0)
             num[nn++] = factor_value(s, e->pair[i].e, q);
         else if (recip_shared(s, e->pair[i].e, q))
             num[nn++] = recip_power(s, e->pair[i].e, q);
@@ -683,7 +713,8 @@ static uint32_t lower_mul(cse *s, const ch_expr *e)
         }
         if (got >= 0) num[nn++] = (uint32_t)got;
     }
-    uint32_t v = s->failed ? 0 : mk_mul(s, e->num, num, nn, den, nd);
+    uint32_t v = s->failed ? 0 : mk_mul(s, k, num, nn, den, nd);
+    fmpq_clear(k);
     if (num != stack) free(num);
     return v;
 }
@@ -1528,12 +1559,27 @@ static uint32_t trie_step(cse *s, trie *t, uint32_t at, uint32_t key, int create
     return id;
 }
 
-/* The keys of a product's factors (a sum's unit terms): a value number
+/* |c| * x: the value a sum's term c * x stands for in the trie of sums
+ * (made before the sharing pass so that the keys have their counts). */
+static uint32_t scaled(cse *s, const fmpq *c, uint32_t x)
+{
+    fmpq_t q;
+    fmpq_init(q);
+    fmpq_abs(q, c);
+    uint32_t v = mk_mul(s, q, &x, 1, NULL, 0);
+    fmpq_clear(q);
+    return v;
+}
+
+/* The keys of a product's factors (a sum's terms): a value number
  * (cl, when not NONE, is the number leaf of a product's coefficient
  * magnitude, a factor like the others, so 8*m*l^2 is shared too), or
- * for a sum 2 * value + (coefficient < 0), the signs flipped (*flip = 1)
- * when the first unit term is negative so that s and -s share prefixes. */
-static uint32_t seq_of(const node *a, uint32_t cl, uint32_t *seq, int *flip)
+ * for a sum 2 * value + (coefficient < 0), the value of a term c * x with
+ * |c| != 1 being |c| * x (so that the weighted suffix sums
+ * sum_{j >= i} w_j x_j of the rows of a mass matrix share their tails),
+ * the signs flipped (*flip = 1) when the first term is negative so that
+ * s and -s share prefixes. */
+static uint32_t seq_of(cse *s, const node *a, uint32_t cl, uint32_t *seq, int *flip)
 {
     uint32_t m = 0;
     *flip = 0;
@@ -1541,14 +1587,31 @@ static uint32_t seq_of(const node *a, uint32_t cl, uint32_t *seq, int *flip)
         for (uint32_t i = 0; i < a->n; i++) seq[m++] = a->op[i];
         if (cl != NONE) seq[m++] = cl;
     } else {
-        for (uint32_t i = 0; i < a->n; i++)
-            if (is_pm1(a->c + i)) {
-                int neg = fmpq_sgn(a->c + i) < 0;
-                if (m == 0) *flip = neg;
-                seq[m++] = 2 * a->op[i] + (uint32_t)(neg ^ *flip);
-            }
+        for (uint32_t i = 0; i < a->n; i++) {
+            int neg = fmpq_sgn(a->c + i) < 0;
+            uint32_t v = is_pm1(a->c + i) ? a->op[i] : scaled(s, a->c + i, a->op[i]);
+            if (m == 0) *flip = neg;
+            seq[m++] = 2 * v + (uint32_t)(neg ^ *flip);
+        }
     }
     return m;
+}
+
+/* The term of a sum's key with rep applied: *v, and its coefficient
+ * (sign, times |c| for the values |c| * x made for the pass, which
+ * come from nn0 on) in c, so that mk_add merges it with equal terms. */
+static void key_term(const cse *s, uint32_t key, int flip, const uint32_t *rep, uint32_t nn0,
+                     uint32_t *v, fmpq *c)
+{
+    uint32_t x = key >> 1;
+    fmpq_set_si(c, ((key & 1) ^ (uint32_t)flip) ? -1 : 1, 1);
+    if (x < nn0) {
+        *v = rep[x];
+        return;
+    }
+    const node *b = s->nd[x];
+    *v = rep[b->op[0]];
+    fmpq_mul(c, c, b->k);
 }
 
 /* seq sorted most frequent first, ties by key (tmp: m scratch words). */
@@ -1563,10 +1626,10 @@ static void sort_seq(uint32_t *seq, uint32_t m, const uint32_t *freq, uint64_t *
 /* The product or sum a, its operands replaced through rep, with its
  * leading factors (terms) taken from the shared prefixes of the trie. */
 static uint32_t share_one(cse *s, const node *a, uint32_t cl, trie *t, const uint32_t *rep,
-                          uint32_t *seq, uint64_t *tmp)
+                          uint32_t nn0, uint32_t *seq, uint64_t *tmp)
 {
     int flip;
-    uint32_t m = seq_of(a, cl, seq, &flip);
+    uint32_t m = seq_of(s, a, cl, seq, &flip);
     sort_seq(seq, m, t->freq, tmp);
     int mul = a->kind == K_MUL;
     uint32_t at = 0, cur = NONE, last = 0;
@@ -1597,8 +1660,8 @@ static uint32_t share_one(cse *s, const node *a, uint32_t cl, trie *t, const uin
             uint32_t k = 0;
             if (cur != NONE) v[k] = cur, fmpq_one(c + k), k++;
             for (uint32_t i = last; i < d; i++, k++) {
-                v[k] = rep[mul ? seq[i] : seq[i] >> 1];
-                if (!mul) fmpq_set_si(c + k, (seq[i] & 1) ? -1 : 1, 1);
+                if (mul) v[k] = rep[seq[i]];
+                else key_term(s, seq[i], 0, rep, nn0, v + k, c + k);
             }
             t->val[at] = mul ? mk_mul(s, one, v, k, NULL, 0) : mk_add(s, zero, v, c, k);
         }
@@ -1608,8 +1671,8 @@ static uint32_t share_one(cse *s, const node *a, uint32_t cl, trie *t, const uin
     uint32_t k = 0;
     if (cur != NONE) v[k] = cur, fmpq_set_si(c + k, flip ? -1 : 1, 1), k++;
     for (uint32_t i = last; i < m; i++, k++) {
-        v[k] = rep[mul ? seq[i] : seq[i] >> 1];
-        if (!mul) fmpq_set_si(c + k, ((seq[i] & 1) ^ (uint32_t)flip) ? -1 : 1, 1);
+        if (mul) v[k] = rep[seq[i]];
+        else key_term(s, seq[i], flip, rep, nn0, v + k, c + k);
     }
     if (mul) {
         for (uint32_t i = 0; i < a->nd; i++) v[k + i] = rep[a->op[a->n + i]];
@@ -1620,8 +1683,6 @@ static uint32_t share_one(cse *s, const node *a, uint32_t cl, trie *t, const uin
             r = mk_mul(s, one, v, k, v + k, a->nd);
         }
     } else {
-        for (uint32_t i = 0; i < a->n; i++)
-            if (!is_pm1(a->c + i)) v[k] = rep[a->op[i]], fmpq_set(c + k, a->c + i), k++;
         r = mk_add(s, a->k, v, c, k);
     }
 done:
@@ -1642,6 +1703,7 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
     uint32_t nn = s->nn;
     uint32_t *rc = uses(s, outs, n);
     uint32_t *cl = NULL, ncl = 0; /* P_SHARE: coefficient leaf of each product */
+    uint32_t nn0 = nn; /* P_SHARE: the values made for the pass come after */
     if (rc && mode == P_SHARE) {
         ncl = nn;
         cl = malloc((nn ? nn : 1) * sizeof *cl);
@@ -1655,6 +1717,8 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
                 cl[v] = mk_num(s, q);
                 fmpq_clear(q);
             }
+            for (uint32_t i = 0; rc[v] && a->kind == K_ADD && i < a->n; i++)
+                if (!is_pm1(a->c + i)) scaled(s, a->c + i, a->op[i]);
         }
         uint32_t *r2 = cl ? realloc(rc, (s->nn ? s->nn : 1) * sizeof *rc) : NULL;
         if (r2) {
@@ -1693,7 +1757,7 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
             const node *a = s->nd[v];
             if (!rc[v] || (a->kind != K_MUL && a->kind != K_ADD)) continue;
             int flip;
-            uint32_t m = seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip);
+            uint32_t m = seq_of(s, a, v < ncl ? cl[v] : NONE, seq, &flip);
             trie *tt = &t[a->kind == K_ADD];
             for (uint32_t i = 0; m >= 2 && i < m; i++)
                 if (i == 0 || seq[i] != seq[i - 1]) tt->freq[seq[i]]++;
@@ -1703,7 +1767,7 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
             const node *a = s->nd[v];
             if (!rc[v] || (a->kind != K_MUL && a->kind != K_ADD)) continue;
             int flip;
-            uint32_t m = seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip);
+            uint32_t m = seq_of(s, a, v < ncl ? cl[v] : NONE, seq, &flip);
             if (m < 2) continue;
             trie *tt = &t[a->kind == K_ADD];
             sort_seq(seq, m, tt->freq, tmp);
@@ -1728,8 +1792,8 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
             r = factor_add(s, a, rep, rc);
             if (r == NONE) r = rebuild(s, v, rep, rc, 1);
         } else if (mode == P_SHARE && (a->kind == K_MUL || a->kind == K_ADD) &&
-                   seq_of(a, v < ncl ? cl[v] : NONE, seq, &flip) >= 2) {
-            r = share_one(s, a, v < ncl ? cl[v] : NONE, &t[a->kind == K_ADD], rep, seq, tmp);
+                   seq_of(s, a, v < ncl ? cl[v] : NONE, seq, &flip) >= 2) {
+            r = share_one(s, a, v < ncl ? cl[v] : NONE, &t[a->kind == K_ADD], rep, nn0, seq, tmp);
             if (r == NONE) r = rebuild(s, v, rep, rc, 0);
         } else {
             r = rebuild(s, v, rep, rc, mode != P_SHARE);

@@ -13,6 +13,7 @@
  * public PREFIX_WORD names whatever the prefix: their suffixes differ. */
 #include "emit_c.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -610,23 +611,48 @@ static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *
     ch_emit_small_solve(code, mi, anz, ops);
 }
 
-/* kn_acc from the symbolic reduced equations: kn_red's program in its
- * body, then M* solved. */
-static void acc_symbolic(emitter *e, const ch_cse_prog *prog, const ch_buf *solve)
+/* kn_acc from a program of A and f (m*m + m values, then what the solve
+ * needs): the symbolic reduced equations (kn_red's program; what
+ * "symbolic" says) or the substituted ones ("substituted"), then A
+ * solved (solve, which checks the pivots of G_d first on the
+ * substituted path). */
+static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve, int subst)
 {
     size_t mi = e->mi;
-    ch_buf_printf(&e->kern, "/* Independent accelerations from the symbolic reduced equations (M*\n"
-                     " * and f, %zu values; ", prog->n);
+    if (subst)
+        ch_buf_printf(&e->kern, "/* Independent accelerations from M* and f built on the full form's\n"
+                         " * values by substitution (%zu values; ", prog->n);
+    else
+        ch_buf_printf(&e->kern, "/* Independent accelerations from the symbolic reduced equations (M*\n"
+                         " * and f, %zu values; ", prog->n);
     ch_opcount_print(&e->kern, &prog->after);
-    ch_buf_printf(&e->kern, "): 0, or 1 when M* is singular. */\n"
+    ch_buf_printf(&e->kern, "): 0, or 1 when %s is singular. */\n"
                      "static int kn_acc(double t, const double *x, const double *p, %sdouble *v,\n"
                      "                  double *vt)\n{\n"
                      "    double ws[%zu];\n    int piv[%zu];\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n",
-                  e->fused ? "" : "const ", mi * mi + 1, mi + 1);
+                  subst ? "G_d or M*" : "M*", e->fused ? "" : "const ", mi * mi + 1, mi + 1);
     ch_buf_put(&e->kern, prog->body.s ? prog->body.s : "");
     ch_buf_put(&e->kern, solve->s ? solve->s : "");
     ch_buf_put(&e->kern, "}\n\n");
+}
+
+/* "if (pivot == 0.0 || ...) return 1;" for the k pivots of G_d among a
+ * substituted program's outputs (from index m*m + m), each text once;
+ * pivots that are nonzero numbers are not tested. */
+static void pivot_check(emitter *e, const ch_expr *const *outs, char *const *ref, ch_buf *code)
+{
+    size_t at = e->mi * e->mi + e->mi, nt = 0;
+    for (size_t j = 0; j < e->k; j++) {
+        if (ch_is_num(outs[at + j]) && !ch_is_zero(outs[at + j])) continue;
+        int seen = 0;
+        for (size_t l = 0; l < j && !seen; l++) seen = strcmp(ref[at + l], ref[at + j]) == 0;
+        if (seen) continue;
+        ch_buf_printf(code, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "    if (",
+                      ref[at + j]);
+        nt++;
+    }
+    if (nt) ch_buf_put(code, ")\n        return 1;\n");
 }
 
 /* Rough time of straight-line code in additions: a call of sin, cos, exp
@@ -803,6 +829,46 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
     return ok;
 }
 
+/* The program of alpha's k values and then the n outputs outs, which
+ * read the dependent velocities as locals vd<nu> that are alpha's values,
+ * as one CSE'd program: alpha and the outputs share sin and cos of the
+ * angles and the common denominators, computed once, and compilers pair
+ * sin with cos. Its statements are ordered so that each vd<nu> is defined
+ * after alpha's value and before its first use; it ends writing v_dep.
+ * 0, or -1 (alpha reads v_dep, a limit: no such program; *p is freed). */
+static int fused_build(emitter *e, const ch_expr *const *alpha, size_t n,
+                       const ch_expr *const *outs, ch_cse_prog *p)
+{
+    const ch_manifold *mf = &e->d->mf;
+    size_t k = e->k;
+    const ch_expr **o = earr(e, n + k), **vdep = earr(e, k);
+    const char **saved = ch_ctx_alloc(e->ctx, (k ? k : 1) * sizeof *saved);
+    memset(p, 0, sizeof *p);
+    if (!o || !vdep || !saved) return -1;
+    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
+    if (ch_any_has_any_sym(k, alpha, k, vdep)) return -1;
+    for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
+    for (size_t i = 0; i < n; i++) o[k + i] = outs[i];
+    for (size_t nu = 0; nu < k; nu++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "vd%zu", nu);
+        uint32_t sid = vdep[nu]->sym->sid;
+        saved[nu] = e->symtext[sid];
+        e->symtext[sid] = ch_ctx_strdup(e->ctx, buf);
+        if (!e->symtext[sid]) e->symtext[sid] = saved[nu];
+    }
+    ch_error scratch;
+    memset(&scratch, 0, sizeof scratch);
+    int built = ch_cse_build(e->ctx, n + k, o, namer, e, "w", "    ", p, &scratch) == 0;
+    for (size_t nu = 0; nu < k; nu++) e->symtext[vdep[nu]->sym->sid] = saved[nu];
+    if (!built || !order_vdep(e, p)) {
+        ch_cse_prog_free(p);
+        return -1;
+    }
+    for (size_t nu = 0; nu < k; nu++) ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
+    return 0;
+}
+
 /* The fused candidates for the dynamics dyn and the explicit alpha (see
  * values_prog), compared with *best. */
 static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_expr *const *alpha,
@@ -814,39 +880,15 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
     if (!o || !vdep) return;
     for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
     if (ch_any_has_any_sym(k, alpha, k, vdep)) return;
-    ch_error scratch;
-    /* 1: alpha and the dynamics as one program, the dynamics reading the
-     * dependent velocities as locals vd<nu> that are alpha's values; the
-     * statements are then ordered so that each vd<nu> is defined after
-     * alpha's value and before its first use. */
-    for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
-    for (size_t i = 0; i < nd; i++) o[k + i] = dyn[i];
-    const char **saved = ch_ctx_alloc(e->ctx, (k ? k : 1) * sizeof *saved);
-    if (!saved) return;
-    for (size_t nu = 0; nu < k; nu++) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "vd%zu", nu);
-        uint32_t sid = vdep[nu]->sym->sid;
-        saved[nu] = e->symtext[sid];
-        e->symtext[sid] = ch_ctx_strdup(e->ctx, buf);
-        if (!e->symtext[sid]) e->symtext[sid] = saved[nu];
-    }
+    /* 1: alpha and the dynamics as one program */
     ch_cse_prog p1;
-    memset(&scratch, 0, sizeof scratch);
-    int built = ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &p1, &scratch) == 0;
-    for (size_t nu = 0; nu < k; nu++) e->symtext[vdep[nu]->sym->sid] = saved[nu];
-    if (built && order_vdep(e, &p1)) {
-        for (size_t nu = 0; nu < k; nu++)
-            ch_buf_printf(&p1.body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
-        keep_cheaper(e, &p1, out, best, val, fused, k, 1);
-    } else {
-        ch_cse_prog_free(&p1);
-    }
+    if (fused_build(e, alpha, nd, dyn, &p1) == 0) keep_cheaper(e, &p1, out, best, val, fused, k, 1);
     /* 2: alpha substituted; an expression or node limit here only means
      * no such candidate */
     if (ch_subst_many(e->ctx, nd, dyn, o, k, vdep, alpha)) return;
     for (size_t nu = 0; nu < k; nu++) o[nd + nu] = alpha[nu];
     ch_cse_prog p3;
+    ch_error scratch;
     memset(&scratch, 0, sizeof scratch);
     if (ch_cse_build(e->ctx, nd + k, o, namer, e, "w", "    ", &p3, &scratch)) {
         ch_cse_prog_free(&p3);
@@ -972,32 +1014,103 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     return 0;
 }
 
+/* kn_acc's body on the substituted path: the reduced system A v_t' = f
+ * and G_d's pivots as expressions of the dynamics (ch_reduced_exprs:
+ * the substitutions of the numeric solve done on the DAG, where the
+ * factoring and the CSE see that the n-trailer's G_d and M are
+ * cos(th_i - th_j) written out and turn each row into a few products of
+ * partial sums). The outputs are m*m + m + k: A, f, the pivots. The
+ * cheapest by call_cost of those with common factors out of the sums
+ * (each ch_dist, the values factored the same way first), each alone
+ * (kn_vel computes alpha) or with alpha in the program (fused_build). On
+ * the n-trailer this is the only candidate whose operations grow as N
+ * (chetaev's own G_d and M are O(N^2) values). *outs is set to the
+ * expressions used. Returns 0 with a program, 1 when there is none (G_d
+ * not triangular, limits), -1 out of memory (the emitter failed). */
+static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused)
+{
+    const ch_reduced *red = &e->d->red;
+    size_t m = e->mi, k = e->k, no = m * m + m + k;
+    ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    const ch_expr **o = earr(e, no);
+    if (!o) return -1;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
+    int have = 0;
+    for (int dist = CH_DIST_NONE; dist <= CH_DIST_OLDEST; dist++) {
+        /* from the factored values: their sums are simpler (the pivots of
+         * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
+        const ch_expr **all = earr(e, e->ndyn + k);
+        if (!all) return -1;
+        for (size_t i = 0; i < e->ndyn; i++) all[i] = e->dyn_plain[i];
+        for (size_t nu = 0; with_alpha && nu < k; nu++) all[e->ndyn + nu] = red->alpha[nu];
+        const ch_expr **val = ch_factor_sums(e->ctx, e->ndyn + (with_alpha ? k : 0), all, dist);
+        int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o) : 1;
+        if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
+        if (rc == 1 && dist == CH_DIST_NONE) return 1; /* G_d is not triangular */
+        const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no, o, dist);
+        if (!fac) continue;
+        for (int fuse = 0; fuse <= with_alpha; fuse++) {
+            ch_cse_prog p;
+            ch_error scratch;
+            memset(&scratch, 0, sizeof scratch);
+            if (fuse ? fused_build(e, val + e->ndyn, no, fac, &p)
+                     : ch_cse_build(e->ctx, no, fac, namer, e, "w", "    ", &p, &scratch)) {
+                ch_cse_prog_free(&p);
+                continue;
+            }
+            if (fuse) { /* the outputs after alpha's (alpha's are in v) */
+                for (size_t i = 0; i < k; i++) free(p.ref[i]);
+                memmove(p.ref, p.ref + k, no * sizeof *p.ref);
+                p.n = no;
+            }
+            double cost = call_cost(&p.after) + (fuse ? 0.0 : alpha_cost);
+            if (have && cost >= best) {
+                ch_cse_prog_free(&p);
+                continue;
+            }
+            if (have) ch_cse_prog_free(prog);
+            *prog = p, *outs = fac, *fused = fuse, best = cost, have = 1;
+        }
+    }
+    return have ? 0 : 1;
+}
+
+/* The operations of c without kn_alpha's (a fused program makes kn_vel
+ * unnecessary: compared as the part beyond it). */
+static ch_opcount beyond_alpha(const emitter *e, ch_opcount c, int fused)
+{
+    if (fused)
+        c.add -= e->alpha_ops.add, c.mul -= e->alpha_ops.mul, c.div -= e->alpha_ops.div,
+        c.call -= e->alpha_ops.call;
+    return c;
+}
+
 /* static int kn_acc(t, x, p, v, vt): the independent accelerations of the
- * reduced equations at the velocities v (THEORY §4), either from the
- * symbolic reduced right side (kn_red's program) or by small numeric
- * solves on the full form's M, G, b, r (emit_red.h), whichever performs
- * fewer counted operations per call (both CSE'd, the solves counted too;
- * the values' program is in kn_acc's body either way). Without
- * constraints the two coincide and the symbolic one is kept. */
+ * reduced equations at the velocities v (THEORY §4), from one of
+ *  - the symbolic reduced right side (kn_red's program), M* solved;
+ *  - small numeric solves on the full form's M, G, b, r (emit_red.h);
+ *  - the same solves done on the expressions (subst_prog), M* solved;
+ * whichever performs fewest counted operations per call (all CSE'd, the
+ * solves counted too, each program in kn_acc's body). Without
+ * constraints they coincide and the symbolic one is kept. */
 static void fun_acc(emitter *e)
 {
-    const ch_expr **outs = red_outputs(e);
-    ch_cse_prog prog, vals;
+    const ch_expr **outs = red_outputs(e), **souts = NULL;
+    ch_cse_prog prog, vals, sprog;
     int sym_fused = 0;
     if (!outs || sym_prog(e, &outs, &prog, &sym_fused)) return;
-    ch_opcount sym = prog.after, num = {0, 0, 0, 0}, solve_ops = {0, 0, 0, 0};
-    ch_buf code, solve;
+    ch_opcount sym = prog.after, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0};
+    ch_opcount solve_ops = {0, 0, 0, 0};
+    ch_buf code, solve, ssolve;
     ch_buf_init(&code);
     ch_buf_init(&solve);
+    ch_buf_init(&ssolve);
     symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
     opcount_add(&sym, &solve_ops);
-    /* compared as the part beyond kn_vel, which a fused program makes
-     * unnecessary */
-    ch_opcount sym_all = sym;
-    if (sym_fused)
-        sym.add -= e->alpha_ops.add, sym.mul -= e->alpha_ops.mul,
-        sym.div -= e->alpha_ops.div, sym.call -= e->alpha_ops.call;
-    int tri = 0, use_num = 0, have_vals = 0, fused = 0;
+    enum { SYM, NUM, SUB } use = SYM;
+    ch_opcount best = beyond_alpha(e, sym, sym_fused);
+    int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0;
     if (e->k > 0 && e->dyn_nz && !e->failed) {
         size_t off = 0;
         if (values_prog(e, &vals, &off, &fused) == 0) {
@@ -1009,51 +1122,68 @@ static void fun_acc(emitter *e)
                 e->failed = 1;
                 ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
             }
-            /* compared as the part beyond kn_vel, which a fused program
-             * makes unnecessary */
-            ch_opcount cmp = num;
-            if (fused)
-                cmp.add -= e->alpha_ops.add, cmp.mul -= e->alpha_ops.mul,
-                cmp.div -= e->alpha_ops.div, cmp.call -= e->alpha_ops.call;
-            use_num = !e->failed && opcount_total(&cmp) < opcount_total(&sym);
-            if (use_num) {
-                opcount_add(&e->before, &vals.before);
-                opcount_add(&e->after, &num);
-                num = cmp;
-            }
+            ch_opcount cmp = beyond_alpha(e, num, fused);
+            if (!e->failed && opcount_total(&cmp) < opcount_total(&best)) use = NUM, best = cmp;
+        }
+        int r = e->failed ? 1 : subst_prog(e, &souts, &sprog, &sub_fused);
+        if (r < 0) e->failed = 1;
+        if (r == 0) {
+            have_sub = 1;
+            sub = sprog.after;
+            pivot_check(e, souts, sprog.ref, &ssolve);
+            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
+            ch_opcount cmp = beyond_alpha(e, sub, sub_fused);
+            if (!e->failed && opcount_total(&cmp) < opcount_total(&best)) use = SUB, best = cmp;
         }
     }
-    if (use_num) {
+    if (e->failed) {
+        /* nothing is written */
+    } else if (use == NUM) {
         e->fused = fused;
         ch_buf_put(&e->kern, code.s ? code.s : "");
-    } else if (!e->failed) {
+        opcount_add(&e->before, &vals.before);
+        opcount_add(&e->after, &num);
+    } else if (use == SUB) {
+        e->fused = sub_fused;
+        acc_program(e, &sprog, &ssolve, 1);
+        opcount_add(&e->before, &sprog.before);
+        opcount_add(&e->after, &sub);
+    } else {
         e->fused = sym_fused;
-        acc_symbolic(e, &prog, &solve);
+        acc_program(e, &prog, &solve, 0);
         opcount_add(&e->before, &prog.before);
-        opcount_add(&e->after, &sym_all);
+        opcount_add(&e->after, &sym);
     }
     ch_cse_prog_free(&prog);
     if (have_vals) ch_cse_prog_free(&vals);
-    if (code.oom || solve.oom) {
+    if (have_sub) ch_cse_prog_free(&sprog);
+    if (code.oom || solve.oom || ssolve.oom) {
         e->failed = 1;
         ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     }
     ch_buf_free(&code);
     ch_buf_free(&solve);
+    ch_buf_free(&ssolve);
     if (e->failed) return;
     if (e->k == 0) {
         snprintf(e->acc_note, sizeof e->acc_note,
                  "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
         return;
     }
+    ch_opcount ncmp = beyond_alpha(e, num, fused), scmp = beyond_alpha(e, sym, sym_fused);
+    ch_opcount bcmp = beyond_alpha(e, sub, sub_fused);
+    char subnote[64] = "";
+    if (have_sub)
+        snprintf(subnote, sizeof subnote, "; substituted M* and M* solve: %.0f",
+                 opcount_total(&bcmp));
     snprintf(e->acc_note, sizeof e->acc_note,
-             "%s, %.0f operations per call (%s: %.0f; symbolic reduced right side "
+             "%s, %.0f operations per call (%s: %.0f%s; symbolic reduced right side "
              "and M* solve: %.0f)",
-             use_num ? "numeric" : "symbolic",
-             opcount_total(use_num ? &num : &sym),
+             use == NUM ? "numeric" : use == SUB ? "substituted" : "symbolic",
+             opcount_total(&best),
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
-             opcount_total(&num), opcount_total(&sym));
+             opcount_total(&ncmp), subnote, opcount_total(&scmp));
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does

@@ -465,7 +465,7 @@ typedef struct {
      * form factors kn_dyn's outputs, kn_acc them again with alpha) */
     ch_map *memo;
     int failed;
-    int distribute; /* terms distributed over their small sums first */
+    int distribute; /* ch_dist: terms distributed over their small sums first */
 } fz;
 
 static const ch_expr *fz_expr(fz *z, const ch_expr *e);
@@ -693,7 +693,11 @@ static size_t pythagoras(term *t, size_t nt)
 #define FZ_DIST_MAX 4
 
 /* The index in the product x of the sum it distributes over, or x->n
- * (also for x not a product). */
+ * (also for x not a product). With two small sums or more: none
+ * (CH_DIST_ONE), or the oldest node (CH_DIST_OLDEST): in a product of a
+ * coefficient of the dynamics and a value built from it later, such as
+ * G_d's cos(th_i - th_j) times an unknown X_j of ch_reduced_exprs, it is
+ * the coefficient that holds the row's factors. */
 static size_t dist_at(const fz *z, const ch_expr *x)
 {
     if (!z->distribute || x->kind != CH_MUL || !fmpq_is_one(x->num)) return x->n;
@@ -703,8 +707,8 @@ static size_t dist_at(const fz *z, const ch_expr *x)
         if (y->kind != CH_ADD || !fmpq_is_one(x->pair[j].c) ||
             y->n + !fmpq_is_zero(y->num) > FZ_DIST_MAX)
             continue;
-        if (at < x->n) return x->n; /* two sums: left as it is */
-        at = j;
+        if (at < x->n && z->distribute == CH_DIST_ONE) return x->n;
+        if (at == x->n || y->id < x->pair[at].e->id) at = j;
     }
     return at;
 }
@@ -863,10 +867,11 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
 }
 
 const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
-                               int distribute)
+                               ch_dist distribute)
 {
-    fz z = {ctx, ch_ctx_memo(ctx, distribute ? CH_MEMO_FACTOR_DIST : CH_MEMO_FACTOR), 0,
-            distribute};
+    static const ch_memo_id memo[3] = {CH_MEMO_FACTOR, CH_MEMO_FACTOR_DIST,
+                                       CH_MEMO_FACTOR_OLDEST};
+    fz z = {ctx, ch_ctx_memo(ctx, memo[distribute]), 0, distribute};
     const ch_expr **out = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out);
     if (!out) z.failed = 1;
     for (size_t i = 0; i < n && !z.failed; i++)
@@ -877,4 +882,81 @@ const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
         return NULL;
     }
     return out;
+}
+
+/* ---- the reduced system as expressions ---------------------------------- */
+
+/* Appends -a*b to t (at *nt), skipping zero factors (NULL is zero). */
+static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
+                     const ch_expr *b)
+{
+    if (a && b && !ch_is_zero(a) && !ch_is_zero(b)) t[(*nt)++] = ch_neg(ctx, ch_mul(ctx, a, b));
+}
+
+static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
+
+int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_expr **out)
+{
+    gen g = {0};
+    g.in = in;
+    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    size_t n = g.n, k = g.k, m = g.m, w = g.w;
+    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
+    const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
+    const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
+    int rc = -1;
+    if (!prow || !pcol || !X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
+    rc = 1;
+    if (!tri_order(&g, prow, pcol)) goto done;
+    /* (a constructor's NULL after a limit would read as zero below: the
+     * context's error decides at the end) */
+    /* X = G_d^-1 [G_i | r] in the triangular order */
+    for (size_t j = 0; j < k; j++) {
+        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
+        const ch_expr *piv = v[oG(&g, a, (size_t)in->dep[c])];
+        const ch_expr *inv = ch_pow_si(ctx, piv, -1);
+        out[m * m + m + j] = piv;
+        for (size_t col = 0; col < w; col++) {
+            size_t nt = 0;
+            const ch_expr *rhs = nonzero(v[col < m ? oG(&g, a, (size_t)in->indep[col]) : orr(&g, a)]);
+            if (rhs) t[nt++] = rhs;
+            for (size_t l = 0; l < j; l++) {
+                size_t cl = (size_t)pcol[l];
+                term_sub(ctx, t, &nt, v[oG(&g, a, (size_t)in->dep[cl])], X[cl * w + col]);
+            }
+            X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
+        }
+    }
+    /* MB = M B */
+    for (size_t i = 0; i < n; i++)
+        for (size_t col = 0; col < m; col++) {
+            size_t nt = 0;
+            const ch_expr *first = nonzero(v[oM(&g, i, (size_t)in->indep[col])]);
+            if (first) t[nt++] = first;
+            for (size_t nu = 0; nu < k; nu++)
+                term_sub(ctx, t, &nt, v[oM(&g, i, (size_t)in->dep[nu])], X[nu * w + col]);
+            MB[i * m + col] = nt ? nonzero(ch_add_n(ctx, nt, t)) : NULL;
+        }
+    /* A = B^T MB and f = B^T (b - M w), as in reduce() */
+    for (size_t r = 0; r < m; r++)
+        for (size_t col = 0; col <= m; col++) {
+            size_t ir = (size_t)in->indep[r], nt = 0;
+            const ch_expr *first = col < m ? MB[ir * m + col] : nonzero(v[ob(&g, ir)]);
+            if (first) t[nt++] = first;
+            for (size_t nu = 0; nu < k; nu++) {
+                size_t id = (size_t)in->dep[nu];
+                term_sub(ctx, t, &nt, X[nu * w + r], col < m ? MB[id * m + col] : v[ob(&g, id)]);
+                if (col == m) term_sub(ctx, t, &nt, MB[id * m + r], X[nu * w + m]);
+            }
+            const ch_expr *s = ch_add_n(ctx, nt, t);
+            if (col < m) out[r * m + col] = out[col * m + r] = s;
+            else out[m * m + r] = s;
+        }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t i = 0; i < m * m + m + k; i++)
+        if (!out[i]) rc = -1;
+done:
+    free(prow), free(pcol), free(X), free(MB), free(t);
+    return rc;
 }

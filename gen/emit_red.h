@@ -15,7 +15,8 @@
  * permutation of rows and columns (found by repeatedly taking a row with
  * one unsolved unknown, e.g. the n-trailer) X comes from substitution,
  * its pivots inverted up front; otherwise from la_solve (LU). B^T M B is
- * m x m, solved by ch_emit_small_solve. */
+ * m x m, solved by ch_emit_small_solve. ch_reduced_exprs does the same
+ * substitutions on the expressions instead, for the CSE to simplify. */
 #ifndef CH_EMIT_RED_H
 #define CH_EMIT_RED_H
 
@@ -48,6 +49,20 @@ typedef struct {
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
 
+/* The reduced system of ch_emit_reduced_numeric as expressions of the
+ * values v (n*n + k*n + n + k, in the order of in->val; in->nz their
+ * nonzero pattern) when G_d is triangular up to permutations: X, M B,
+ * B^T M B and B^T (b - M w) built by the same substitutions, as DAG
+ * nodes (each X entry is one node however often used), so that the
+ * CSE and ch_factor_sums see the structure the numeric solve hides
+ * (G_d's and M's entries of the n-trailer are cos(th_i - th_j) written
+ * out: each row's sums become prefix sums). out receives m*m entries of
+ * A (row-major, symmetric), m of f, then the k pivots of G_d (zero
+ * where G_d is singular). Returns 0, 1 when G_d is not triangular, or -1
+ * (a node limit, out of memory). */
+int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_expr **out);
+
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)
  * and whose right side is in vt[0..m), in place, followed by the return
@@ -75,16 +90,24 @@ void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops);
 void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt,
                        const unsigned char *anz, const char *fallback, ch_opcount *ops);
 
+/* Over which small sum (at most 4 terms) among a product's factors
+ * ch_factor_sums distributes it. */
+typedef enum {
+    CH_DIST_NONE,   /* none */
+    CH_DIST_ONE,    /* the one small sum, when the product has one only */
+    CH_DIST_OLDEST  /* the oldest (the lowest node id) */
+} ch_dist;
+
 /* The n expressions with common factors taken out of their sums
  * (greedy multivariate Horner: sum of a*x*b_i + c_j -> a*(x*(sum b_i)) +
  * sum c_j, recursively), the same values in fewer products. With
  * distribute, a term with a small sum among its factors is first
  * multiplied out (c*x*(s*y - t*z) -> c*s*x*y - c*t*x*z), which shows
  * factors the sum hid: whether that pays depends on the model, so the
- * callers try both. A new array in the context, or NULL (a node limit,
+ * callers try several. A new array in the context, or NULL (a node limit,
  * out of memory: the context's error is cleared and the caller keeps
  * in). */
 const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
-                               int distribute);
+                               ch_dist distribute);
 
 #endif

@@ -205,8 +205,8 @@ static void test_factor_distribute(void)
         row[i - 1] = ch_add_n(ctx, (size_t)i, terms);
     }
     ch_cse_prog p[3];
-    const ch_expr **fac[2] = {ch_factor_sums(ctx, R - 1, row, 0),
-                              ch_factor_sums(ctx, R - 1, row, 1)};
+    const ch_expr **fac[2] = {ch_factor_sums(ctx, R - 1, row, CH_DIST_NONE),
+                              ch_factor_sums(ctx, R - 1, row, CH_DIST_ONE)};
     CHECK(fac[0] != NULL && fac[1] != NULL);
     if (!fac[0] || !fac[1]) {
         ch_ctx_free(ctx);
@@ -229,6 +229,38 @@ static void test_factor_distribute(void)
                   total(&p[0].after), total(&p[1].after), p[2].body.s);
     }
     for (int i = 0; i < 3; i++) ch_cse_prog_free(&p[i]);
+    ch_ctx_free(ctx);
+}
+
+/* Rows r_i = sum_{j >= i} (R - j) a_j and y times them: the weighted
+ * tails of the rows of a chain's mass matrix. The terms with a
+ * coefficient are shared like unit ones, so the rows are built one from
+ * the next (an addition and a product a row). Where a row is a factor
+ * (y r_i) the expression core writes its sum with the first coefficient
+ * 1, so that no two rows have a term in common; scaled to a unit last
+ * coefficient, which all rows share, they are the tails again. */
+static void test_weighted_tails(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    enum { R = 7 }; /* a_j = x0..x6, y = x7 */
+    const ch_expr *row[R], *yrow[R];
+    for (int i = 0; i < R; i++) {
+        const ch_expr *terms[R];
+        for (int j = i; j < R; j++) terms[j - i] = ch_scale_si(ctx, R - j, t.x[j]);
+        row[i] = ch_add_n(ctx, (size_t)(R - i), terms);
+        yrow[i] = ch_mul(ctx, t.x[R], row[i]);
+    }
+    ch_cse_prog p;
+    if (build(&t, R, row, &p) == 0)
+        CHECK_MSG(p.after.add <= R - 1 && p.after.mul <= R - 1, "%.0f add %.0f mul\n%s",
+                  p.after.add, p.after.mul, p.body.s);
+    ch_cse_prog_free(&p);
+    if (build(&t, R, yrow, &p) == 0)
+        CHECK_MSG(p.after.add <= R - 1 && p.after.mul <= 3 * R, "%.0f add %.0f mul\n%s",
+                  p.after.add, p.after.mul, p.body.s);
+    ch_cse_prog_free(&p);
     ch_ctx_free(ctx);
 }
 
@@ -382,6 +414,7 @@ int main(void)
     RUN(test_greedy);
     RUN(test_splice);
     RUN(test_factor_distribute);
+    RUN(test_weighted_tails);
     RUN(test_sharing);
     RUN(test_random);
     RUN(test_cache);
