@@ -1037,6 +1037,9 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
     int have = 0;
+    /* (fused only where alpha allows: unfused programs were never the
+     * cheapest on the n-trailer, and each candidate is a large CSE build
+     * on the way to the first rhs call) */
     for (int dist = CH_DIST_NONE; dist <= CH_DIST_OLDEST; dist++) {
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
@@ -1050,7 +1053,7 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
         if (rc == 1 && dist == CH_DIST_NONE) return 1; /* G_d is not triangular */
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no, o, dist);
         if (!fac) continue;
-        for (int fuse = 0; fuse <= with_alpha; fuse++) {
+        for (int fuse = with_alpha; fuse <= with_alpha; fuse++) { /* fused when it can be */
             ch_cse_prog p;
             ch_error scratch;
             memset(&scratch, 0, sizeof scratch);
