@@ -829,24 +829,32 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
     return ok;
 }
 
+/* The k dependent velocities' symbols (an array in the context), or
+ * NULL when out of memory. */
+static const ch_expr **vdep_syms(emitter *e)
+{
+    const ch_expr **vdep = earr(e, e->k);
+    for (size_t nu = 0; vdep && nu < e->k; nu++) vdep[nu] = e->m->qt[e->d->mf.dep[nu]];
+    return vdep;
+}
+
 /* The program of alpha's k values and then the n outputs outs, which
  * read the dependent velocities as locals vd<nu> that are alpha's values,
  * as one CSE'd program: alpha and the outputs share sin and cos of the
  * angles and the common denominators, computed once, and compilers pair
  * sin with cos. Its statements are ordered so that each vd<nu> is defined
  * after alpha's value and before its first use; it ends writing v_dep.
- * 0, or -1 (alpha reads v_dep, a limit: no such program; *p is freed). */
+ * alpha must not read v_dep (the callers check it once for all their
+ * programs). 0, or -1 (a limit: no such program; *p is freed). */
 static int fused_build(emitter *e, const ch_expr *const *alpha, size_t n,
                        const ch_expr *const *outs, ch_cse_prog *p)
 {
     const ch_manifold *mf = &e->d->mf;
     size_t k = e->k;
-    const ch_expr **o = earr(e, n + k), **vdep = earr(e, k);
+    const ch_expr **o = earr(e, n + k), **vdep = vdep_syms(e);
     const char **saved = ch_ctx_alloc(e->ctx, (k ? k : 1) * sizeof *saved);
     memset(p, 0, sizeof *p);
     if (!o || !vdep || !saved) return -1;
-    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
-    if (ch_any_has_any_sym(k, alpha, k, vdep)) return -1;
     for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
     for (size_t i = 0; i < n; i++) o[k + i] = outs[i];
     for (size_t nu = 0; nu < k; nu++) {
@@ -876,10 +884,8 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
 {
     const ch_manifold *mf = &e->d->mf;
     size_t k = e->k, nd = e->ndyn;
-    const ch_expr **o = earr(e, nd + k), **vdep = earr(e, k);
-    if (!o || !vdep) return;
-    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
-    if (ch_any_has_any_sym(k, alpha, k, vdep)) return;
+    const ch_expr **o = earr(e, nd + k), **vdep = vdep_syms(e);
+    if (!o || !vdep || ch_any_has_any_sym(k, alpha, k, vdep)) return;
     /* 1: alpha and the dynamics as one program */
     ch_cse_prog p1;
     if (fused_build(e, alpha, nd, dyn, &p1) == 0) keep_cheaper(e, &p1, out, best, val, fused, k, 1);
@@ -975,10 +981,9 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&prog->after) + alpha_cost;
-    const ch_expr **all = earr(e, no + k), **vdep = earr(e, k);
+    const ch_expr **all = earr(e, no + k), **vdep = vdep_syms(e);
     if (!all || !vdep) return -1;
     for (size_t i = 0; i < no; i++) all[i] = (*outs)[i];
-    for (size_t nu = 0; nu < k; nu++) vdep[nu] = e->m->qt[mf->dep[nu]];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
     if (with_alpha && ch_any_has_any_sym(no + k, all, k, vdep)) with_alpha = 0;
     const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 0);
@@ -1021,60 +1026,58 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
  * cos(th_i - th_j) written out and turn each row into a few products of
  * partial sums). The outputs are m*m + m + k: A, f, the pivots. The
  * cheapest by call_cost of those with common factors out of the sums
- * (each ch_dist, the values factored the same way first), each alone
- * (kn_vel computes alpha) or with alpha in the program (fused_build). On
- * the n-trailer this is the only candidate whose operations grow as N
- * (chetaev's own G_d and M are O(N^2) values). *outs is set to the
+ * (each ch_dist, the values factored the same way first), with alpha in
+ * the program (fused_build) where alpha does not read v_dep, else alone
+ * (kn_vel computes alpha). On the n-trailer this is the only candidate
+ * whose operations grow as N: the numeric solve's values, G_d and M,
+ * are O(N^2) numbers. *outs is set to the
  * expressions used. Returns 0 with a program, 1 when there is none (G_d
  * not triangular, limits), -1 out of memory (the emitter failed). */
 static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused)
 {
     const ch_reduced *red = &e->d->red;
-    size_t m = e->mi, k = e->k, no = m * m + m + k;
+    size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + k;
     ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
-    const ch_expr **o = earr(e, no);
-    if (!o) return -1;
+    const ch_expr **o = earr(e, no), **all = earr(e, nd + k), **vdep = vdep_syms(e);
+    if (!o || !all || !vdep) return -1;
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
-    double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
+    /* alpha in the program where it can be (factoring adds no symbol):
+     * programs without were never the cheapest on the n-trailer, and each
+     * candidate is a large CSE build on the way to the first rhs call */
+    int fuse = with_alpha && !ch_any_has_any_sym(k, red->alpha, k, vdep);
+    double alpha_cost = with_alpha && !fuse ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
     int have = 0;
-    /* (fused only where alpha allows: unfused programs were never the
-     * cheapest on the n-trailer, and each candidate is a large CSE build
-     * on the way to the first rhs call) */
+    for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
+    for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
     for (int dist = CH_DIST_NONE; dist <= CH_DIST_OLDEST; dist++) {
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
-        const ch_expr **all = earr(e, e->ndyn + k);
-        if (!all) return -1;
-        for (size_t i = 0; i < e->ndyn; i++) all[i] = e->dyn_plain[i];
-        for (size_t nu = 0; with_alpha && nu < k; nu++) all[e->ndyn + nu] = red->alpha[nu];
-        const ch_expr **val = ch_factor_sums(e->ctx, e->ndyn + (with_alpha ? k : 0), all, dist);
+        const ch_expr **val = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
         int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o) : 1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
         if (rc == 1 && dist == CH_DIST_NONE) return 1; /* G_d is not triangular */
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no, o, dist);
         if (!fac) continue;
-        for (int fuse = with_alpha; fuse <= with_alpha; fuse++) { /* fused when it can be */
-            ch_cse_prog p;
-            ch_error scratch;
-            memset(&scratch, 0, sizeof scratch);
-            if (fuse ? fused_build(e, val + e->ndyn, no, fac, &p)
-                     : ch_cse_build(e->ctx, no, fac, namer, e, "w", "    ", &p, &scratch)) {
-                ch_cse_prog_free(&p);
-                continue;
-            }
-            if (fuse) { /* the outputs after alpha's (alpha's are in v) */
-                for (size_t i = 0; i < k; i++) free(p.ref[i]);
-                memmove(p.ref, p.ref + k, no * sizeof *p.ref);
-                p.n = no;
-            }
-            double cost = call_cost(&p.after) + (fuse ? 0.0 : alpha_cost);
-            if (have && cost >= best) {
-                ch_cse_prog_free(&p);
-                continue;
-            }
-            if (have) ch_cse_prog_free(prog);
-            *prog = p, *outs = fac, *fused = fuse, best = cost, have = 1;
+        ch_cse_prog p;
+        ch_error scratch;
+        memset(&scratch, 0, sizeof scratch);
+        if (fuse ? fused_build(e, val + nd, no, fac, &p)
+                 : ch_cse_build(e->ctx, no, fac, namer, e, "w", "    ", &p, &scratch)) {
+            ch_cse_prog_free(&p);
+            continue;
         }
+        if (fuse) { /* the outputs after alpha's (alpha's are in v) */
+            for (size_t i = 0; i < k; i++) free(p.ref[i]);
+            memmove(p.ref, p.ref + k, no * sizeof *p.ref);
+            p.n = no;
+        }
+        double cost = call_cost(&p.after) + alpha_cost;
+        if (have && cost >= best) {
+            ch_cse_prog_free(&p);
+            continue;
+        }
+        if (have) ch_cse_prog_free(prog);
+        *prog = p, *outs = fac, *fused = fuse, best = cost, have = 1;
     }
     return have ? 0 : 1;
 }
