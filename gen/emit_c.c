@@ -962,6 +962,15 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
     return 0;
 }
 
+/* The factored symbolic candidates are not built when the plain program
+ * has more than this many times the operations of the best other
+ * candidate: they could not win unless factoring removed all but 1/8 of
+ * the operations, and on the n-trailer, where the plain one is 30 times
+ * the substituted one at N = 100, it removed 4/5 (220 246 -> 42 168)
+ * for more than half of the emit time. */
+#define SYM_FACTOR_GAIN 8.0
+#define SYM_FACTOR_GAIN_TEXT "8"
+
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
  * call_cost of the reduced equations as they are and with common factors
@@ -970,14 +979,19 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
  * in the reduced form with explicit alpha and equations free of the
  * dependent velocities, with alpha as further outputs written into v
  * (*fused: no kn_vel in the rhs; alpha and the equations share sin, cos
- * and denominators). Returns 0, or nonzero with the emitter failed. */
-static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused)
+ * and denominators). Only the plain program when other > 0 (the
+ * operations of the best other candidate) is SYM_FACTOR_GAIN times
+ * smaller (*pruned set). Returns 0, or nonzero with the emitter failed. */
+static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,
+                    double other, int *pruned)
 {
     const ch_reduced *red = &e->d->red;
     const ch_manifold *mf = &e->d->mf;
     size_t no = e->mi * e->mi + e->mi, k = e->k;
     *fused = 0;
     if (kernel_build(e, no, *outs, prog, 1)) return -1; /* the hamilton form's too */
+    *pruned = other > 0.0 && opcount_total(&prog->after) > SYM_FACTOR_GAIN * other;
+    if (*pruned) return 0;
     int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&prog->after) + alpha_cost;
@@ -1099,24 +1113,23 @@ static ch_opcount beyond_alpha(const emitter *e, ch_opcount c, int fused)
  *  - the same solves done on the expressions (subst_prog), M* solved;
  * whichever performs fewest counted operations per call (all CSE'd, the
  * solves counted too, each program in kn_acc's body). Without
- * constraints they coincide and the symbolic one is kept. */
+ * constraints they coincide and the symbolic one is kept. The symbolic
+ * one is built last, factored only when it could win (SYM_FACTOR_GAIN). */
 static void fun_acc(emitter *e)
 {
     const ch_expr **outs = red_outputs(e), **souts = NULL;
     ch_cse_prog prog, vals, sprog;
-    int sym_fused = 0;
-    if (!outs || sym_prog(e, &outs, &prog, &sym_fused)) return;
-    ch_opcount sym = prog.after, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0};
+    int sym_fused = 0, pruned = 0, have_sym = 0;
+    if (!outs) return;
+    ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0};
     ch_opcount solve_ops = {0, 0, 0, 0};
     ch_buf code, solve, ssolve;
     ch_buf_init(&code);
     ch_buf_init(&solve);
     ch_buf_init(&ssolve);
-    symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
-    opcount_add(&sym, &solve_ops);
-    enum { SYM, NUM, SUB } use = SYM;
-    ch_opcount best = beyond_alpha(e, sym, sym_fused);
     int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0;
+    /* the numeric and substituted candidates first: the cheaper of them
+     * decides whether the symbolic one is worth factoring */
     if (e->k > 0 && e->dyn_nz && !e->failed) {
         size_t off = 0;
         if (values_prog(e, &vals, &off, &fused) == 0) {
@@ -1128,8 +1141,6 @@ static void fun_acc(emitter *e)
                 e->failed = 1;
                 ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
             }
-            ch_opcount cmp = beyond_alpha(e, num, fused);
-            if (!e->failed && opcount_total(&cmp) < opcount_total(&best)) use = NUM, best = cmp;
         }
         int r = e->failed ? 1 : subst_prog(e, &souts, &sprog, &sub_fused);
         if (r < 0) e->failed = 1;
@@ -1138,11 +1149,24 @@ static void fun_acc(emitter *e)
             sub = sprog.after;
             pivot_check(e, souts, sprog.ref, &ssolve);
             symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
-            ch_opcount cmp = beyond_alpha(e, sub, sub_fused);
-            if (!e->failed && opcount_total(&cmp) < opcount_total(&best)) use = SUB, best = cmp;
         }
     }
-    if (e->failed) {
+    ch_opcount ncmp = beyond_alpha(e, num, fused), bcmp = beyond_alpha(e, sub, sub_fused);
+    double other = 0.0;
+    if (have_vals) other = opcount_total(&ncmp);
+    if (have_sub && (other == 0.0 || opcount_total(&bcmp) < other)) other = opcount_total(&bcmp);
+    if (!e->failed && sym_prog(e, &outs, &prog, &sym_fused, other, &pruned) == 0) {
+        have_sym = 1;
+        sym = prog.after;
+        symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
+        opcount_add(&sym, &solve_ops);
+    }
+    /* ties go to the symbolic, then the numeric candidate */
+    enum { SYM, NUM, SUB } use = SYM;
+    ch_opcount best = beyond_alpha(e, sym, sym_fused);
+    if (have_vals && opcount_total(&ncmp) < opcount_total(&best)) use = NUM, best = ncmp;
+    if (have_sub && opcount_total(&bcmp) < opcount_total(&best)) use = SUB, best = bcmp;
+    if (e->failed || !have_sym) {
         /* nothing is written */
     } else if (use == NUM) {
         e->fused = fused;
@@ -1160,7 +1184,7 @@ static void fun_acc(emitter *e)
         opcount_add(&e->before, &prog.before);
         opcount_add(&e->after, &sym);
     }
-    ch_cse_prog_free(&prog);
+    if (have_sym) ch_cse_prog_free(&prog);
     if (have_vals) ch_cse_prog_free(&vals);
     if (have_sub) ch_cse_prog_free(&sprog);
     if (code.oom || solve.oom || ssolve.oom) {
@@ -1176,20 +1200,20 @@ static void fun_acc(emitter *e)
                  "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
         return;
     }
-    ch_opcount ncmp = beyond_alpha(e, num, fused), scmp = beyond_alpha(e, sym, sym_fused);
-    ch_opcount bcmp = beyond_alpha(e, sub, sub_fused);
+    ch_opcount scmp = beyond_alpha(e, sym, sym_fused);
     char subnote[64] = "";
     if (have_sub)
         snprintf(subnote, sizeof subnote, "; substituted M* and M* solve: %.0f",
                  opcount_total(&bcmp));
     snprintf(e->acc_note, sizeof e->acc_note,
              "%s, %.0f operations per call (%s: %.0f%s; symbolic reduced right side "
-             "and M* solve: %.0f)",
+             "and M* solve: %.0f%s)",
              use == NUM ? "numeric" : use == SUB ? "substituted" : "symbolic",
              opcount_total(&best),
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
-             opcount_total(&ncmp), subnote, opcount_total(&scmp));
+             opcount_total(&ncmp), subnote, opcount_total(&scmp),
+             pruned ? ", not factored: over " SYM_FACTOR_GAIN_TEXT " times the others" : "");
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does
