@@ -721,10 +721,55 @@ static int pair_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+static int key_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sorts a's pairs by node id (stably). The ids are read once, into keys
+ * id << 32 | position: comparing through the pointers read a node at
+ * each comparison, a cache miss on a large DAG (qsort was 11% of the
+ * instructions of the 50-trailer's emit). A sorted run costs one pass. */
+static void acc_sort(acc *a)
+{
+    enum { SMALL = 64 };
+    uint64_t ksmall[SMALL];
+    ch_pair psmall[SMALL];
+    size_t n = a->n;
+    uint64_t *k = n <= SMALL ? ksmall : malloc(n * sizeof *k);
+    ch_pair *tmp = n <= SMALL ? psmall : malloc(n * sizeof *tmp);
+    if (!k || !tmp) { /* no room for the keys: the slow way */
+        qsort(a->p, n, sizeof *a->p, pair_cmp);
+    } else {
+        int sorted = 1;
+        for (size_t i = 0; i < n; i++) {
+            k[i] = (uint64_t)a->p[i].e->id << 32 | i;
+            if (i > 0 && k[i] >> 32 < k[i - 1] >> 32) sorted = 0;
+        }
+        if (!sorted && n <= 16) {
+            for (size_t i = 1; i < n; i++) {
+                uint64_t x = k[i];
+                size_t j = i;
+                for (; j > 0 && k[j - 1] > x; j--) k[j] = k[j - 1];
+                k[j] = x;
+            }
+        } else if (!sorted) {
+            qsort(k, n, sizeof *k, key_cmp);
+        }
+        if (!sorted) {
+            for (size_t i = 0; i < n; i++) tmp[i] = a->p[(uint32_t)k[i]];
+            memcpy(a->p, tmp, n * sizeof *tmp);
+        }
+    }
+    if (k != ksmall) free(k);
+    if (tmp != psmall) free(tmp);
+}
+
 /* Sorts by node id, adds the rationals of equal nodes, drops zeros. */
 static void acc_normalize(acc *a)
 {
-    if (a->n > 1) qsort(a->p, a->n, sizeof *a->p, pair_cmp);
+    if (a->n > 1) acc_sort(a);
     size_t w = 0;
     for (size_t i = 0; i < a->n; i++) {
         if (w > 0 && a->p[w - 1].e == a->p[i].e) {
