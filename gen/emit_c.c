@@ -675,20 +675,29 @@ static ch_redsolve acc_in(const emitter *e, const ch_cse_prog *p, size_t val)
     return in;
 }
 
-/* The cost of kn_acc with the program p of its values (the first at
- * index val): the program's and that of the solve after it, which
- * depends on the program (pivots that are one value are inverted once). */
-static double acc_cost(emitter *e, const ch_cse_prog *p, size_t val)
+/* The operations of the numeric solve after the program p of kn_acc's
+ * values (the first at index val); none when it cannot be written. They
+ * depend on the program only in that pivots that are one value are
+ * inverted once (at most k divisions). */
+static ch_opcount acc_solve_ops(emitter *e, const ch_cse_prog *p, size_t val)
 {
     ch_redsolve in = acc_in(e, p, val);
-    ch_opcount ops = {0};
+    ch_opcount ops = {0, 0, 0, 0};
     ch_buf code;
     ch_buf_init(&code);
     int tri = 0;
-    double solve = ch_emit_reduced_numeric(&in, &code, &ops, &tri) == 0 && !code.oom
-                       ? call_cost(&ops) : 0.0;
+    if (ch_emit_reduced_numeric(&in, &code, &ops, &tri) || code.oom)
+        memset(&ops, 0, sizeof ops);
     ch_buf_free(&code);
-    return call_cost(&p->after) + solve;
+    return ops;
+}
+
+/* The cost of kn_acc with the program p of its values (the first at
+ * index val): the program's and that of the solve after it. */
+static double acc_cost(emitter *e, const ch_cse_prog *p, size_t val)
+{
+    ch_opcount solve = acc_solve_ops(e, p, val);
+    return call_cost(&p->after) + call_cost(&solve);
 }
 
 /* A candidate program of kn_acc's values replaces *out when its cost is
@@ -923,14 +932,23 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
  *    pays only where terms cancel);
  *  - each of these with the common factors taken out of the sums
  *    (ch_factor_sums, without and with distributing).
+ * Only the first when other > 0 (the operations of the best other way to
+ * kn_acc) is below those of the solve alone (*pruned set): no program of
+ * the values could then make this way the cheapest.
  * Returns 0, or nonzero with the emitter failed. */
-static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused)
+static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, double other,
+                       int *pruned)
 {
     const ch_reduced *red = &e->d->red;
     size_t k = e->k, nd = e->ndyn;
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
     *fused = 0, *val = 0;
     if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
+    if (other > 0.0) {
+        ch_opcount solve = acc_solve_ops(e, out, 0);
+        *pruned = opcount_total(&solve) - (double)k > other;
+        if (*pruned) return 0;
+    }
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = acc_cost(e, out, 0) + alpha_cost;
     /* dynamics and alpha with common factors out, in one pass so that
@@ -1119,7 +1137,7 @@ static void fun_acc(emitter *e)
 {
     const ch_expr **outs = red_outputs(e), **souts = NULL;
     ch_cse_prog prog, vals, sprog;
-    int sym_fused = 0, pruned = 0, have_sym = 0;
+    int sym_fused = 0, pruned = 0, num_pruned = 0, have_sym = 0;
     if (!outs) return;
     ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0};
     ch_opcount solve_ops = {0, 0, 0, 0};
@@ -1128,11 +1146,21 @@ static void fun_acc(emitter *e)
     ch_buf_init(&solve);
     ch_buf_init(&ssolve);
     int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0;
-    /* the numeric and substituted candidates first: the cheaper of them
-     * decides whether the symbolic one is worth factoring */
+    /* the substituted, then the numeric candidate first: the cheapest so
+     * far decides whether the next is worth its variants */
     if (e->k > 0 && e->dyn_nz && !e->failed) {
+        int r = subst_prog(e, &souts, &sprog, &sub_fused);
+        if (r < 0) e->failed = 1;
+        if (r == 0) {
+            have_sub = 1;
+            sub = sprog.after;
+            pivot_check(e, souts, sprog.ref, &ssolve);
+            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
+        }
+        ch_opcount subcmp = beyond_alpha(e, sub, sub_fused);
         size_t off = 0;
-        if (values_prog(e, &vals, &off, &fused) == 0) {
+        if (!e->failed && values_prog(e, &vals, &off, &fused,
+                                      have_sub ? opcount_total(&subcmp) : 0.0, &num_pruned) == 0) {
             have_vals = 1;
             ch_redsolve in = acc_in(e, &vals, off);
             in.body = vals.body.s;
@@ -1141,14 +1169,6 @@ static void fun_acc(emitter *e)
                 e->failed = 1;
                 ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
             }
-        }
-        int r = e->failed ? 1 : subst_prog(e, &souts, &sprog, &sub_fused);
-        if (r < 0) e->failed = 1;
-        if (r == 0) {
-            have_sub = 1;
-            sub = sprog.after;
-            pivot_check(e, souts, sprog.ref, &ssolve);
-            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
         }
     }
     ch_opcount ncmp = beyond_alpha(e, num, fused), bcmp = beyond_alpha(e, sub, sub_fused);
@@ -1206,13 +1226,14 @@ static void fun_acc(emitter *e)
         snprintf(subnote, sizeof subnote, "; substituted M* and M* solve: %.0f",
                  opcount_total(&bcmp));
     snprintf(e->acc_note, sizeof e->acc_note,
-             "%s, %.0f operations per call (%s: %.0f%s; symbolic reduced right side "
+             "%s, %.0f operations per call (%s: %.0f%s%s; symbolic reduced right side "
              "and M* solve: %.0f%s)",
              use == NUM ? "numeric" : use == SUB ? "substituted" : "symbolic",
              opcount_total(&best),
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
-             opcount_total(&ncmp), subnote, opcount_total(&scmp),
+             opcount_total(&ncmp), num_pruned ? ", values unfactored: its solve alone costs more" : "",
+             subnote, opcount_total(&scmp),
              pruned ? ", not factored: over " SYM_FACTOR_GAIN_TEXT " times the others" : "");
 }
 
