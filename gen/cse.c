@@ -2240,8 +2240,17 @@ void ch_cse_prog_free(ch_cse_prog *p)
     memset(p, 0, sizeof *p);
 }
 
+/* A count, exact up to 2^53; beyond, three digits (the counts are
+ * doubles: the trees of a substituted solve reach 1e21 operations). */
+static void put_count(ch_buf *b, double x, const char *what)
+{
+    ch_buf_printf(b, x < 9007199254740992.0 ? "%.0f %s" : "%.3g %s", x, what);
+}
+
 void ch_opcount_print(ch_buf *b, const ch_opcount *c)
 {
-    ch_buf_printf(b, "%.0f add, %.0f mul, %.0f div, %.0f calls", c->add, c->mul,
-                  c->div, c->call);
+    put_count(b, c->add, "add, ");
+    put_count(b, c->mul, "mul, ");
+    put_count(b, c->div, "div, ");
+    put_count(b, c->call, "calls");
 }

@@ -408,6 +408,19 @@ static void test_cache(void)
     ch_ctx_free(ctx);
 }
 
+/* Counts are exact up to 2^53 and written with three digits beyond, not
+ * as the false digits of a huge double. */
+static void test_count_print(void)
+{
+    ch_opcount c = {12, 9007199254740991.0, 2e21, 0};
+    ch_buf b;
+    ch_buf_init(&b);
+    ch_opcount_print(&b, &c);
+    CHECK_MSG(b.s && strcmp(b.s, "12 add, 9007199254740991 mul, 2e+21 div, 0 calls") == 0, "%s",
+              b.s ? b.s : "(null)");
+    ch_buf_free(&b);
+}
+
 int main(void)
 {
     RUN(test_common_factor);
@@ -418,5 +431,6 @@ int main(void)
     RUN(test_sharing);
     RUN(test_random);
     RUN(test_cache);
+    RUN(test_count_print);
     return check_summary("cse");
 }
