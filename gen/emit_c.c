@@ -986,8 +986,7 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
  * the operations, and on the n-trailer, where the plain one is 30 times
  * the substituted one at N = 100, it removed 4/5 (220 246 -> 42 168)
  * for more than half of the emit time. */
-#define SYM_FACTOR_GAIN 8.0
-#define SYM_FACTOR_GAIN_TEXT "8"
+#define SYM_FACTOR_GAIN 8
 
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
@@ -997,9 +996,9 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
  * in the reduced form with explicit alpha and equations free of the
  * dependent velocities, with alpha as further outputs written into v
  * (*fused: no kn_vel in the rhs; alpha and the equations share sin, cos
- * and denominators). Only the plain program when other > 0 (the
- * operations of the best other candidate) is SYM_FACTOR_GAIN times
- * smaller (*pruned set). Returns 0, or nonzero with the emitter failed. */
+ * and denominators). Only the plain program (*pruned set) when it has
+ * over SYM_FACTOR_GAIN times the operations of the best other candidate
+ * (other, 0 when none). Returns 0, or nonzero with the emitter failed. */
 static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,
                     double other, int *pruned)
 {
@@ -1221,7 +1220,10 @@ static void fun_acc(emitter *e)
         return;
     }
     ch_opcount scmp = beyond_alpha(e, sym, sym_fused);
-    char subnote[64] = "";
+    char subnote[64] = "", symnote[48] = "";
+    if (pruned)
+        snprintf(symnote, sizeof symnote, ", not factored: over %d times the others",
+                 SYM_FACTOR_GAIN);
     if (have_sub)
         snprintf(subnote, sizeof subnote, "; substituted M* and M* solve: %.0f",
                  opcount_total(&bcmp));
@@ -1233,8 +1235,7 @@ static void fun_acc(emitter *e)
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
              opcount_total(&ncmp), num_pruned ? ", values unfactored: its solve alone costs more" : "",
-             subnote, opcount_total(&scmp),
-             pruned ? ", not factored: over " SYM_FACTOR_GAIN_TEXT " times the others" : "");
+             subnote, opcount_total(&scmp), symnote);
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does
