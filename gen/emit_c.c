@@ -984,8 +984,8 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
  * has more than this many times the operations of the best other
  * candidate: they could not win unless factoring removed all but 1/8 of
  * the operations, and on the n-trailer, where the plain one is 30 times
- * the substituted one at N = 100, it removed 4/5 (220 246 -> 42 168)
- * for more than half of the emit time. */
+ * the substituted one at N = 100, it removed 4/5 (call_cost 220 246 ->
+ * 42 168) for more than half of the emit time. */
 #define SYM_FACTOR_GAIN 8
 
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
