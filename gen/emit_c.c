@@ -1050,6 +1050,18 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     return 0;
 }
 
+/* Whether alpha is -(G_d^-1 G_i) u: every constraint linear and
+ * homogeneous in the velocities (G reads none, each proved homogeneous
+ * of degree 1, so phi = G q_t without a velocity-free part). */
+static int alpha_linear(emitter *e)
+{
+    const ch_chetaev *ch = &e->d->chet;
+    size_t n = e->n, k = e->k;
+    for (size_t nu = 0; nu < k; nu++)
+        if (!ch->sigma || !ch->sigma[nu] || !ch_is_one(ch->sigma[nu])) return 0;
+    return !ch_any_has_any_sym(k * n, e->d->lag.G, n, e->m->qt);
+}
+
 /* kn_acc's body on the substituted path: the reduced system A v_t' = f
  * and G_d's pivots as expressions of the dynamics (ch_reduced_exprs:
  * the substitutions of the numeric solve done on the DAG, where the
@@ -1069,13 +1081,18 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     const ch_reduced *red = &e->d->red;
     size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + k;
     ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
-    const ch_expr **o = earr(e, no), **all = earr(e, nd + k), **vdep = vdep_syms(e);
-    if (!o || !all || !vdep) return -1;
+    const ch_expr **o = earr(e, no + k), **all = earr(e, nd + k), **vdep = vdep_syms(e);
+    const ch_expr **xu = earr(e, k * m + 1);
+    if (!o || !all || !vdep || !xu) return -1;
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
     /* alpha in the program where it can be (factoring adds no symbol):
      * programs without were never the cheapest on the n-trailer, and each
      * candidate is a large CSE build on the way to the first rhs call */
     int fuse = with_alpha && !ch_any_has_any_sym(k, red->alpha, k, vdep);
+    /* alpha = -(G_d^-1 G_i) u from the X the program computes anyway,
+     * where that is alpha: the recursion of the n-trailer's X is then
+     * done once, not again with u inside */
+    int lin = fuse && alpha_linear(e);
     double alpha_cost = with_alpha && !fuse ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
     int have = 0;
     for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
@@ -1084,15 +1101,23 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
         const ch_expr **val = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
-        int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o) : 1;
+        int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o, lin ? xu : NULL) : 1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
         if (rc == 1 && dist == CH_DIST_NONE) return 1; /* G_d is not triangular */
-        const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no, o, dist);
+        for (size_t nu = 0; lin && rc == 0 && nu < k; nu++) {
+            const ch_expr *t = ch_zero(e->ctx);
+            for (size_t c = 0; t && c < m; c++) {
+                const ch_expr *x = ch_mul(e->ctx, xu[nu * m + c], e->m->qt[e->d->mf.indep[c]]);
+                t = x ? ch_sub(e->ctx, t, x) : NULL;
+            }
+            if (!(o[no + nu] = t)) rc = -1, ch_ctx_clear_error(e->ctx);
+        }
+        const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no + (lin ? k : 0), o, dist);
         if (!fac) continue;
         ch_cse_prog p;
         ch_error scratch;
         memset(&scratch, 0, sizeof scratch);
-        if (fuse ? fused_build(e, val + nd, no, fac, &p)
+        if (fuse ? fused_build(e, lin ? fac + no : val + nd, no, fac, &p)
                  : ch_cse_build(e->ctx, no, fac, namer, e, "w", "    ", &p, &scratch)) {
             ch_cse_prog_free(&p);
             continue;

@@ -217,10 +217,16 @@ rm -f "$tmp/f.csv"
 # symbolic H*: one linear solve), a Lagrangian quartic in the velocities
 # with a gyroscopic term, and an implicit alpha with L* not quadratic (both
 # damped Newton). The reduced form by numeric solves: the 3-trailer (G_d
-# triangular) and three coupled constraints (G_d solved by LU). State at
+# triangular; with and without a moving belt) and three coupled
+# constraints (G_d solved by LU). State at
 # t = 1, rk4, dt = 1e-4: scaled differences below 1e-8.
 /usr/bin/python3 "$src/bench/gen_chain.py" 6 >"$tmp/chain6.nh"
 /usr/bin/python3 "$src/bench/gen_trailer.py" 3 >"$tmp/trailer3.nh"
+# the same with a moving belt under the second trailer (affine and time-
+# dependent): its alpha is not -(G_d^-1 G_i) u (emit_c.c alpha_linear)
+sed -e 's/model trailer3/model belt3/' \
+    -e "s/\(constraint -sin(th2)\*x2' + cos(th2)\*y2'\) = 0/\1 = 0.3*cos(t)/" \
+    "$tmp/trailer3.nh" >"$tmp/belt3.nh"
 cat >"$tmp/coupled.nh" <<'EOF'
 model coupled
 coordinates x y z u w
@@ -256,8 +262,8 @@ done
 # kn_acc's paths: the n-trailer's solve done on the expressions
 # (substituted), numeric solves with a triangular G_d and with LU
 cp "$src/examples/chaplygin_sleigh.nh" "$tmp/chaplygin_sleigh.nh"
-for model in trailer3:substituted:triangular chaplygin_sleigh:numeric:triangular \
-    coupled:numeric:LU; do
+for model in trailer3:substituted:triangular belt3:substituted:triangular \
+    chaplygin_sleigh:numeric:triangular coupled:numeric:LU; do
     how=${model##*:} model=${model%:*} kind=${model#*:} model=${model%:*}
     "$bin" emit "$tmp/$model.nh" --form reduced -o "$tmp/eh" >/dev/null 2>&1
     if grep -q "independent accelerations: $kind.*$how" "$tmp/eh/${model}_reduced.c"; then ok; else
@@ -282,7 +288,7 @@ for model in trailer3 chain6 coupled; do
             bad "$model: --form all and --form $form write different ${model}_$form.c"; fi
     done
 done
-for model in chain6 quartic impl trailer3 coupled; do
+for model in chain6 quartic impl trailer3 belt3 coupled; do
     for form in full reduced hamilton; do
         "$bin" run "$tmp/$model.nh" --form "$form" --method rk4 --dt 1e-4 --t1 1 \
             --every 10000 >"$tmp/$model.$form.csv" 2>"$tmp/err" ||
