@@ -410,26 +410,6 @@ static uint32_t mk_mul(cse *s, const fmpq *k, const uint32_t *num, uint32_t n,
     return v;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static void sort_u64(uint64_t *x, size_t n)
-{
-    if (n > 16) {
-        qsort(x, n, sizeof *x, cmp_u64);
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        uint64_t v = x[i];
-        size_t j = i;
-        while (j > 0 && x[j - 1] > v) x[j] = x[j - 1], j--;
-        x[j] = v;
-    }
-}
-
 typedef struct {
     uint32_t v, i;
 } vi;
@@ -1292,7 +1272,7 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
             if (j == 0 || x->f[j] != x->f[j - 1]) pr[np++] = (uint64_t)x->f[j] << 32 | i;
         if (x->nf && !is_pm1(x->c)) ch[nc].h = hash_absq(x->c), ch[nc].m = x, ch[nc].i = i, nc++;
     }
-    sort_u64(pr, np);
+    ch_sort_u64(pr, np);
     for (size_t i = 0; i < np;) {
         size_t j = i;
         while (j < np && pr[j] >> 32 == pr[i] >> 32) ix[nx + (j - i)] = (size_t)(uint32_t)pr[j], j++;
@@ -1405,7 +1385,7 @@ static int has_dup_u32(uint32_t *x, size_t n)
 
 static int has_dup_u64(uint64_t *x, size_t n)
 {
-    sort_u64(x, n);
+    ch_sort_u64(x, n);
     for (size_t i = 1; i < n; i++)
         if (x[i] == x[i - 1]) return 1;
     return 0;
@@ -1619,7 +1599,7 @@ static void sort_seq(uint32_t *seq, uint32_t m, const uint32_t *freq, uint64_t *
 {
     for (uint32_t i = 0; i < m; i++)
         tmp[i] = ((uint64_t)(UINT32_MAX - freq[seq[i]]) << 32) | seq[i];
-    sort_u64(tmp, m);
+    ch_sort_u64(tmp, m);
     for (uint32_t i = 0; i < m; i++) seq[i] = (uint32_t)tmp[i];
 }
 

@@ -721,10 +721,24 @@ static int pair_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int key_cmp(const void *x, const void *y)
+static int u64_cmp(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return (a > b) - (a < b);
+}
+
+void ch_sort_u64(uint64_t *x, size_t n)
+{
+    if (n > 16) {
+        qsort(x, n, sizeof *x, u64_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = x[i];
+        size_t j = i;
+        while (j > 0 && x[j - 1] > v) x[j] = x[j - 1], j--;
+        x[j] = v;
+    }
 }
 
 /* Sorts a's pairs by node id (stably). The ids are read once, into keys
@@ -747,17 +761,8 @@ static void acc_sort(acc *a)
             k[i] = (uint64_t)a->p[i].e->id << 32 | i;
             if (i > 0 && k[i] >> 32 < k[i - 1] >> 32) sorted = 0;
         }
-        if (!sorted && n <= 16) {
-            for (size_t i = 1; i < n; i++) {
-                uint64_t x = k[i];
-                size_t j = i;
-                for (; j > 0 && k[j - 1] > x; j--) k[j] = k[j - 1];
-                k[j] = x;
-            }
-        } else if (!sorted) {
-            qsort(k, n, sizeof *k, key_cmp);
-        }
         if (!sorted) {
+            ch_sort_u64(k, n);
             for (size_t i = 0; i < n; i++) tmp[i] = a->p[(uint32_t)k[i]];
             memcpy(a->p, tmp, n * sizeof *tmp);
         }

@@ -234,6 +234,8 @@ int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms);
  * share again each time). */
 int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
                        const ch_expr *const *syms);
+/* Sorts n 64-bit keys in increasing order (insertion sort when few). */
+void ch_sort_u64(uint64_t *x, size_t n);
 /* Does e contain any symbol of this kind? */
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 /* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
