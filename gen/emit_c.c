@@ -20,6 +20,7 @@
 #include "cse.h"
 #include "embedded.h"
 #include "emit_red.h"
+#include "matrix.h"
 #include "subst.h"
 #include "version.h"
 
@@ -1017,8 +1018,8 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     for (size_t i = 0; i < no; i++) all[i] = (*outs)[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
     if (with_alpha && ch_any_has_any_sym(no + k, all, k, vdep)) with_alpha = 0;
-    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 0);
-    const ch_expr **fad = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, 1);
+    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, CH_DIST_NONE);
+    const ch_expr **fad = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, CH_DIST_ONE);
     /* candidates: (outputs, count, fused) */
     const ch_expr *const *cand[5] = {fac, fad, with_alpha ? all : NULL, with_alpha ? fac : NULL,
                                      with_alpha ? fad : NULL};
@@ -1082,16 +1083,17 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + k;
     ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
     const ch_expr **o = earr(e, no + k), **all = earr(e, nd + k), **vdep = vdep_syms(e);
-    const ch_expr **xu = earr(e, k * m + 1);
-    if (!o || !all || !vdep || !xu) return -1;
+    const ch_expr **bd = earr(e, k * m + 1), **u = earr(e, m);
+    if (!o || !all || !vdep || !bd || !u) return -1;
+    for (size_t c = 0; c < m; c++) u[c] = e->m->qt[e->d->mf.indep[c]];
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
     /* alpha in the program where it can be (factoring adds no symbol):
      * programs without were never the cheapest on the n-trailer, and each
      * candidate is a large CSE build on the way to the first rhs call */
     int fuse = with_alpha && !ch_any_has_any_sym(k, red->alpha, k, vdep);
-    /* alpha = -(G_d^-1 G_i) u from the X the program computes anyway,
-     * where that is alpha: the recursion of the n-trailer's X is then
-     * done once, not again with u inside */
+    /* alpha = B_dep u from the X the program computes anyway, where that
+     * is alpha: the recursion of the n-trailer's X is then done once, not
+     * again with u inside */
     int lin = fuse && alpha_linear(e);
     double alpha_cost = with_alpha && !fuse ? call_cost(&e->alpha_ops) : 0.0, best = 0.0;
     int have = 0;
@@ -1101,17 +1103,10 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
         const ch_expr **val = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
-        int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o, lin ? xu : NULL) : 1;
+        int rc = val ? ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL) : 1;
+        if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
         if (rc == 1 && dist == CH_DIST_NONE) return 1; /* G_d is not triangular */
-        for (size_t nu = 0; lin && rc == 0 && nu < k; nu++) {
-            const ch_expr *t = ch_zero(e->ctx);
-            for (size_t c = 0; t && c < m; c++) {
-                const ch_expr *x = ch_mul(e->ctx, xu[nu * m + c], e->m->qt[e->d->mf.indep[c]]);
-                t = x ? ch_sub(e->ctx, t, x) : NULL;
-            }
-            if (!(o[no + nu] = t)) rc = -1, ch_ctx_clear_error(e->ctx);
-        }
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no + (lin ? k : 0), o, dist);
         if (!fac) continue;
         ch_cse_prog p;
@@ -1163,7 +1158,7 @@ static void fun_acc(emitter *e)
     ch_cse_prog prog, vals, sprog;
     int sym_fused = 0, pruned = 0, num_pruned = 0, have_sym = 0;
     if (!outs) return;
-    ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0};
+    ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0}, bcmp = sub;
     ch_opcount solve_ops = {0, 0, 0, 0};
     ch_buf code, solve, ssolve;
     ch_buf_init(&code);
@@ -1180,11 +1175,11 @@ static void fun_acc(emitter *e)
             sub = sprog.after;
             pivot_check(e, souts, sprog.ref, &ssolve);
             symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
+            bcmp = beyond_alpha(e, sub, sub_fused);
         }
-        ch_opcount subcmp = beyond_alpha(e, sub, sub_fused);
         size_t off = 0;
         if (!e->failed && values_prog(e, &vals, &off, &fused,
-                                      have_sub ? opcount_total(&subcmp) : 0.0, &num_pruned) == 0) {
+                                      have_sub ? opcount_total(&bcmp) : 0.0, &num_pruned) == 0) {
             have_vals = 1;
             ch_redsolve in = acc_in(e, &vals, off);
             in.body = vals.body.s;
@@ -1195,7 +1190,7 @@ static void fun_acc(emitter *e)
             }
         }
     }
-    ch_opcount ncmp = beyond_alpha(e, num, fused), bcmp = beyond_alpha(e, sub, sub_fused);
+    ch_opcount ncmp = beyond_alpha(e, num, fused);
     double other = 0.0;
     if (have_vals) other = opcount_total(&ncmp);
     if (have_sub && (other == 0.0 || opcount_total(&bcmp) < other)) other = opcount_total(&bcmp);
@@ -1207,7 +1202,7 @@ static void fun_acc(emitter *e)
     }
     /* ties go to the symbolic, then the numeric candidate */
     enum { SYM, NUM, SUB } use = SYM;
-    ch_opcount best = beyond_alpha(e, sym, sym_fused);
+    ch_opcount scmp = beyond_alpha(e, sym, sym_fused), best = scmp;
     if (have_vals && opcount_total(&ncmp) < opcount_total(&best)) use = NUM, best = ncmp;
     if (have_sub && opcount_total(&bcmp) < opcount_total(&best)) use = SUB, best = bcmp;
     if (e->failed || !have_sym) {
@@ -1244,7 +1239,6 @@ static void fun_acc(emitter *e)
                  "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
         return;
     }
-    ch_opcount scmp = beyond_alpha(e, sym, sym_fused);
     char subnote[64] = "", symnote[48] = "";
     if (pruned)
         snprintf(symnote, sizeof symnote, ", not factored: over %d times the others",

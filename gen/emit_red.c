@@ -896,7 +896,7 @@ static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *
 static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
 
 int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_expr **out, const ch_expr **xu)
+                     const ch_expr **out, const ch_expr **bd)
 {
     gen g = {0};
     g.in = in;
@@ -928,9 +928,9 @@ int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
             X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
         }
     }
-    for (size_t nu = 0; xu && nu < k; nu++)
+    for (size_t nu = 0; bd && nu < k; nu++)
         for (size_t col = 0; col < m; col++)
-            xu[nu * m + col] = X[nu * w + col] ? X[nu * w + col] : ch_zero(ctx);
+            bd[nu * m + col] = X[nu * w + col] ? ch_neg(ctx, X[nu * w + col]) : ch_zero(ctx);
     /* MB = M B */
     for (size_t i = 0; i < n; i++)
         for (size_t col = 0; col < m; col++) {

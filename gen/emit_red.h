@@ -58,12 +58,11 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
  * (G_d's and M's entries of the n-trailer are cos(th_i - th_j) written
  * out: each row's sums become prefix sums). out receives m*m entries of
  * A (row-major, symmetric), m of f, then the k pivots of G_d (zero
- * where G_d is singular); xu, when not NULL, the k*m entries of
- * G_d^-1 G_i (row nu: dependent velocity nu; B's dependent rows are
- * their negatives). Returns 0, 1 when G_d is not triangular, or -1 (a
- * node limit, out of memory). */
+ * where G_d is singular); bd, when not NULL, the k*m entries of B's
+ * dependent rows -G_d^-1 G_i (row nu: dependent velocity nu). Returns 0,
+ * 1 when G_d is not triangular, or -1 (a node limit, out of memory). */
 int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_expr **out, const ch_expr **xu);
+                     const ch_expr **out, const ch_expr **bd);
 
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)
