@@ -22,14 +22,18 @@
  *      recursively: a*x + a*y + b*z becomes a*(x + y) + b*z, 3*a*x + 3*a*y
  *      becomes 3*a*(x + y); monomials that cancel vanish. Kept only where it
  *      lowers the count;
- *   3. sharing of sub-products and sub-sums: the factors of every product
+ *   3. chains of sums: a sum that is another reachable sum (or its
+ *      negative) plus one term or its constant is built from it with one
+ *      addition (chain_add): the partial sums of a recursion, whatever
+ *      the frequencies the trie below orders their terms by;
+ *   4. sharing of sub-products and sub-sums: the factors of every product
  *      (a non-unit coefficient counts as a factor) and the unit terms of
  *      every sum are ordered by how many products (sums) contain them, most
  *      frequent first, and put in a trie; a prefix that at least two
  *      products (sums) pass through becomes one shared temporary, so v*l is
  *      computed once for all the products v*l*x_i, and the partial sums of
  *      a chain are built one from the other.
- * The passes run factor (flattening on the way), flatten, share.
+ * The passes run factor (flattening on the way), flatten, chain, share.
  * Every choice breaks ties by value number or by a fixed function of the
  * numbers, never by address or table order, so the output is
  * deterministic. Statements are printed depth first from the outputs
@@ -1673,7 +1677,96 @@ done:
     return r;
 }
 
-enum { P_FLATTEN, P_FACTOR, P_SHARE };
+enum { P_FLATTEN, P_FACTOR, P_CHAIN, P_SHARE };
+
+/* -- sums one term from another -- */
+
+/* The hash of the term c * v (v's number, or NONE for a constant c) in a
+ * sum's term-set hash: the set's hash is the wrapping sum of its terms',
+ * odd in c, so that the hash of -S is minus that of S and S without a
+ * term is S's minus the term's. */
+static uint64_t term_hash(uint32_t v, const fmpq *c)
+{
+    uint64_t h = mix(0x5bd1e995u, v) * (hash_absq(c) | 1);
+    return fmpq_sgn(c) < 0 ? (uint64_t)0 - h : h;
+}
+
+static uint64_t sum_hash(const node *a)
+{
+    uint64_t h = fmpq_is_zero(a->k) ? 0 : term_hash(NONE, a->k);
+    for (uint32_t i = 0; i < a->n; i++) h += term_hash(a->op[i], a->c + i);
+    return h;
+}
+
+/* Whether the sum t is +-(the sum a without its term skip, or without its
+ * constant when skip == a->n): *sign receives the sign. */
+static int sum_minus_term(const node *t, const node *a, uint32_t skip, int *sign)
+{
+    if (t->kind != K_ADD || t->n != a->n - (skip < a->n)) return 0;
+    for (int sg = 1; sg >= -1; sg -= 2) {
+        fmpq_t x; /* T's constant: a's, or none without a's constant */
+        fmpq_init(x);
+        if (skip < a->n) fmpq_set(x, a->k);
+        if (sg < 0) fmpq_neg(x, x);
+        int ok = fmpq_equal(x, t->k);
+        for (uint32_t i = 0, j = 0; ok && i < a->n; i++) {
+            if (i == skip) continue;
+            fmpq_set(x, a->c + i);
+            if (sg < 0) fmpq_neg(x, x);
+            ok = t->op[j] == a->op[i] && fmpq_equal(x, t->c + j);
+            j++;
+        }
+        fmpq_clear(x);
+        if (ok) {
+            *sign = sg;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The sum a (operands replaced through rep) as +-T + (its term skip),
+ * where T, an earlier value reachable from the outputs (in sums, by its
+ * term-set hash), is a without that term or without its constant: one
+ * addition where the trie of the sharing pass, whose order of terms is
+ * one for all sums, can miss that the partial sums t0 + a1 + ... + ai of
+ * a recursion are each one term more than the one before. NONE when there
+ * is none. */
+static uint32_t chain_add(cse *s, uint32_t v, const ch_map *sums, const uint32_t *rep)
+{
+    const node *a = s->nd[v];
+    if (a->n + !fmpq_is_zero(a->k) < 3) return NONE;
+    uint64_t h = sum_hash(a);
+    for (uint32_t i = 0; i <= a->n; i++) {
+        if (i == a->n && fmpq_is_zero(a->k)) break;
+        uint64_t th = i < a->n ? term_hash(a->op[i], a->c + i) : term_hash(NONE, a->k);
+        for (int neg = 0; neg < 2; neg++) {
+            uint64_t key = neg ? (uint64_t)0 - (h - th) : h - th;
+            long t = vp(ch_map_get(sums, key));
+            int sign;
+            if (t < 0 || (uint32_t)t >= v || !sum_minus_term(s->nd[t], a, i, &sign)) continue;
+            uint32_t op[2] = {rep[t], i < a->n ? rep[a->op[i]] : NONE};
+            fmpq c[2];
+            fmpq_init(c + 0);
+            fmpq_init(c + 1);
+            fmpq_set_si(c + 0, sign, 1);
+            uint32_t r;
+            if (i < a->n) {
+                fmpq_set(c + 1, a->c + i);
+                fmpq_t zero;
+                fmpq_init(zero);
+                r = mk_add(s, zero, op, c, 2);
+                fmpq_clear(zero);
+            } else {
+                r = mk_add(s, a->k, op, c, 1);
+            }
+            fmpq_clear(c + 0);
+            fmpq_clear(c + 1);
+            return r;
+        }
+    }
+    return NONE;
+}
 
 /* One rewriting pass over the values reachable from outs (replaced in
  * place). */
@@ -1713,9 +1806,19 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
     memset(t, 0, sizeof t);
     uint32_t *seq = NULL;
     uint64_t *tmp = NULL;
+    ch_map sums; /* P_CHAIN: term-set hash -> the first reachable sum with it */
+    ch_map_init(&sums);
     if (!rc || !rep || (mode == P_SHARE && !cl)) {
         oom(s);
         goto done;
+    }
+    for (uint32_t v = 0; mode == P_CHAIN && v < nn; v++) {
+        const node *a = s->nd[v];
+        uint64_t h = a->kind == K_ADD && rc[v] ? sum_hash(a) : 0;
+        if (h && !ch_map_get(&sums, h) && ch_map_put(&sums, h, pv(v))) {
+            oom(s);
+            goto done;
+        }
     }
     for (uint32_t v = 0; v < nn; v++) rep[v] = v; /* the coefficient leaves come last */
     if (mode == P_SHARE) {
@@ -1768,7 +1871,10 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
         const node *a = s->nd[v];
         uint32_t r = NONE;
         int flip;
-        if (mode == P_FACTOR && a->kind == K_ADD) {
+        if (mode == P_CHAIN && a->kind == K_ADD) {
+            r = chain_add(s, v, &sums, rep);
+            if (r == NONE) r = rebuild(s, v, rep, rc, 0);
+        } else if (mode == P_FACTOR && a->kind == K_ADD) {
             r = factor_add(s, a, rep, rc);
             if (r == NONE) r = rebuild(s, v, rep, rc, 1);
         } else if (mode == P_SHARE && (a->kind == K_MUL || a->kind == K_ADD) &&
@@ -1782,6 +1888,7 @@ static void pass(cse *s, uint32_t *outs, size_t n, int mode)
     }
     for (size_t i = 0; i < n && !s->failed; i++) outs[i] = rep[outs[i]];
 done:
+    ch_map_free(&sums);
     for (int i = 0; i < 2; i++) {
         ch_map_free(&t[i].child);
         free(t[i].cnt);
@@ -2225,7 +2332,7 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
          * that use it). A last flattening would absorb the signs that sharing
          * leaves (-w for a shared w) into their users: fewer statements but the
          * same count, not worth a pass over everything */
-        static const int passes[] = {P_FACTOR, P_FLATTEN, P_SHARE};
+        static const int passes[] = {P_FACTOR, P_FLATTEN, P_CHAIN, P_SHARE};
         for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) pass(&s, val, n, passes[i]);
         if (!s.failed) print_prog(&s, val, n);
         if (out->body.oom) oom(&s);

@@ -286,6 +286,21 @@ static void test_sharing(void)
     if (build(&t, 7, s, &p) == 0) /* naive 1 + 2 + ... + 7 (+ 3 constants) */
         CHECK_MSG(p.after.add <= 7 + 3, "%.0f add\n%s", p.after.add, p.body.s);
     ch_cse_prog_free(&p);
+    /* P_i = x0*x7 + x1 + ... + xi, each one addition from P_(i-1), while
+     * other sums make x_j the more frequent the larger j (so that the
+     * sharing trie, most frequent term first, orders them x6, ..., x1 and
+     * shares nothing): 2j sums x_j + x0^(r+2) for each j (42 additions),
+     * then at most 6 for the P_i (21 without the chain pass) */
+    enum { NP = 6, NE = NP * (NP + 1) };
+    const ch_expr *o[NP + NE], *pi = ch_mul(ctx, t.x[0], t.x[7]);
+    size_t no = 0;
+    for (int i = 1; i <= NP; i++) o[no++] = pi = ch_add(ctx, pi, t.x[i]);
+    for (int j = 1, r = 0; j <= NP; j++)
+        for (int q = 0; q < 2 * j; q++, r++)
+            o[no++] = ch_add(ctx, t.x[j], ch_pow_si(ctx, t.x[0], r + 2));
+    if (build(&t, no, o, &p) == 0)
+        CHECK_MSG(p.after.add <= NE + NP, "%.0f add\n%s", p.after.add, p.body.s);
+    ch_cse_prog_free(&p);
     ch_ctx_free(ctx);
 }
 
