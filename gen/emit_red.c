@@ -895,6 +895,41 @@ static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *
 
 static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
 
+/* X = G_d^-1 [G_i | r] by substitution in tri_order's order, X[c * w +
+ * col] for dependent velocity c, G_d's pivots into piv_out (in that
+ * order), B's dependent rows -X_i into bd when not NULL; t: scratch of
+ * 2 (n + k) + 2 entries. Returns 0, 1 when G_d is not triangular, -1
+ * out of memory. */
+static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_expr **X,
+                   const ch_expr **t, const ch_expr **piv_out, const ch_expr **bd)
+{
+    const ch_redsolve *in = g->in;
+    size_t k = g->k, m = g->m, w = g->w;
+    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
+    int rc = !prow || !pcol ? -1 : !tri_order(g, prow, pcol);
+    for (size_t j = 0; rc == 0 && j < k; j++) {
+        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
+        const ch_expr *piv = v[oG(g, a, (size_t)in->dep[c])];
+        const ch_expr *inv = ch_pow_si(ctx, piv, -1);
+        piv_out[j] = piv;
+        for (size_t col = 0; col < w; col++) {
+            size_t nt = 0;
+            const ch_expr *rhs = nonzero(v[col < m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a)]);
+            if (rhs) t[nt++] = rhs;
+            for (size_t l = 0; l < j; l++) {
+                size_t cl = (size_t)pcol[l];
+                term_sub(ctx, t, &nt, v[oG(g, a, (size_t)in->dep[cl])], X[cl * w + col]);
+            }
+            X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
+        }
+    }
+    for (size_t nu = 0; rc == 0 && bd && nu < k; nu++)
+        for (size_t col = 0; col < m; col++)
+            bd[nu * m + col] = X[nu * w + col] ? ch_neg(ctx, X[nu * w + col]) : ch_zero(ctx);
+    free(prow), free(pcol);
+    return rc;
+}
+
 int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_expr **out, const ch_expr **bd)
 {
@@ -902,35 +937,13 @@ int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
     g.in = in;
     g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
     size_t n = g.n, k = g.k, m = g.m, w = g.w;
-    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
     const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
     const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
     int rc = -1;
-    if (!prow || !pcol || !X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
-    rc = 1;
-    if (!tri_order(&g, prow, pcol)) goto done;
+    if (!X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
     /* (a constructor's NULL after a limit would read as zero below: the
      * context's error decides at the end) */
-    /* X = G_d^-1 [G_i | r] in the triangular order */
-    for (size_t j = 0; j < k; j++) {
-        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
-        const ch_expr *piv = v[oG(&g, a, (size_t)in->dep[c])];
-        const ch_expr *inv = ch_pow_si(ctx, piv, -1);
-        out[m * m + m + j] = piv;
-        for (size_t col = 0; col < w; col++) {
-            size_t nt = 0;
-            const ch_expr *rhs = nonzero(v[col < m ? oG(&g, a, (size_t)in->indep[col]) : orr(&g, a)]);
-            if (rhs) t[nt++] = rhs;
-            for (size_t l = 0; l < j; l++) {
-                size_t cl = (size_t)pcol[l];
-                term_sub(ctx, t, &nt, v[oG(&g, a, (size_t)in->dep[cl])], X[cl * w + col]);
-            }
-            X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
-        }
-    }
-    for (size_t nu = 0; bd && nu < k; nu++)
-        for (size_t col = 0; col < m; col++)
-            bd[nu * m + col] = X[nu * w + col] ? ch_neg(ctx, X[nu * w + col]) : ch_zero(ctx);
+    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd))) goto done;
     /* MB = M B */
     for (size_t i = 0; i < n; i++)
         for (size_t col = 0; col < m; col++) {
@@ -960,6 +973,82 @@ int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
     for (size_t i = 0; i < m * m + m + k; i++)
         if (!out[i]) rc = -1;
 done:
-    free(prow), free(pcol), free(X), free(MB), free(t);
+    free(X), free(MB), free(t);
+    return rc;
+}
+
+/* sum_nu X[nu][col] * y[dep nu] with the sign s, appended to t (y indexed
+ * by coordinate, NULL entries zero). */
+static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col,
+                  const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
+{
+    for (size_t nu = 0; nu < g->k; nu++) {
+        const ch_expr *x = X[nu * g->w + col], *yy = y[g->in->dep[nu]];
+        if (!x || !yy || ch_is_zero(yy)) continue;
+        const ch_expr *p = ch_mul(ctx, x, yy);
+        t[(*nt)++] = s < 0 ? ch_neg(ctx, p) : p;
+    }
+}
+
+int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                    const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
+{
+    gen g = {0};
+    g.in = in;
+    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
+    size_t tcap = 2 * (n + k + nb) + 2;
+    const ch_expr **X = calloc(k * w + 1, sizeof *X), **t = calloc(tcap, sizeof *t);
+    /* per term: P = B^T a (m), a . w + V(E) (1) */
+    const ch_expr **P = calloc(nb * m + 1, sizeof *P), **acc = calloc(nb + 1, sizeof *acc);
+    int rc = -1;
+    if (!X || !t || !P || !acc || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
+    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd))) goto done;
+    for (size_t b = 0; b < nb; b++) {
+        const ch_expr *const *a = kn->a + b * n;
+        for (size_t r = 0; r < m; r++) {
+            size_t nt = 0;
+            if (!ch_is_zero(a[in->indep[r]])) t[nt++] = a[in->indep[r]];
+            x_dot(ctx, &g, X, r, a, -1, t, &nt);
+            P[b * m + r] = nonzero(ch_add_n(ctx, nt, t));
+        }
+        size_t nt = 0;
+        if (!ch_is_zero(kn->acc[b])) t[nt++] = kn->acc[b];
+        x_dot(ctx, &g, X, m, a, 1, t, &nt);
+        acc[b] = nonzero(ch_add_n(ctx, nt, t));
+    }
+    /* A = sum_b mu_b P_b P_b^T */
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = r; c < m; c++) {
+            size_t nt = 0;
+            for (size_t b = 0; b < nb; b++)
+                if (P[b * m + r] && P[b * m + c])
+                    t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, P[b * m + r], P[b * m + c]));
+            out[r * m + c] = out[c * m + r] = ch_add_n(ctx, nt, t);
+        }
+    /* f = B^T F - sum_b mu_b (P_b (V(E_b) + a_b . w) + E_b B^T g_b) */
+    for (size_t r = 0; r < m; r++) {
+        size_t nt = 0;
+        t[nt++] = kn->F[in->indep[r]];
+        x_dot(ctx, &g, X, r, kn->F, -1, t, &nt);
+        for (size_t b = 0; b < nb; b++) {
+            const ch_expr *const *gb = kn->g + b * n;
+            size_t n0 = nt; /* B^T g_b, into a sum of its own */
+            if (!ch_is_zero(gb[in->indep[r]])) t[nt++] = gb[in->indep[r]];
+            x_dot(ctx, &g, X, r, gb, -1, t, &nt);
+            const ch_expr *bg = nt > n0 ? ch_add_n(ctx, nt - n0, t + n0) : NULL;
+            nt = n0;
+            const ch_expr *in_b = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
+            if (bg && !ch_is_zero(bg)) in_b = in_b ? ch_add(ctx, in_b, ch_mul(ctx, kn->E[b], bg))
+                                                   : ch_mul(ctx, kn->E[b], bg);
+            if (in_b) t[nt++] = ch_neg(ctx, ch_mul(ctx, kn->mu[b], in_b));
+        }
+        out[m * m + r] = ch_add_n(ctx, nt, t);
+    }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t i = 0; i < m * m + m + k; i++)
+        if (!out[i]) rc = -1;
+done:
+    free(X), free(t), free(P), free(acc);
     return rc;
 }

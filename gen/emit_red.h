@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "cse.h"
 #include "expr.h"
+#include "kane.h"
 
 typedef struct {
     size_t n, k, m;
@@ -63,6 +64,16 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
  * 1 when G_d is not triangular, or -1 (a node limit, out of memory). */
 int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_expr **out, const ch_expr **bd);
+
+/* ch_reduced_exprs with A and f from the Lagrangian's Kane form (kane.h)
+ * instead of M and b: A = sum_k mu_k P_k P_k^T and f = B^T F -
+ * sum_k mu_k (P_k (V(E_k) + a_k . w) + E_k B^T g_k), P_k = B^T a_k. On the
+ * n-trailer every P_k (a point's velocity per unit independent velocity)
+ * is the one before it plus a term, where M's entries are cos(th_i -
+ * th_j) times row weights. G_d's part and the outputs are as there; v
+ * is read for G and r only. Same returns. */
+int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                    const ch_kane *kn, const ch_expr **out, const ch_expr **bd);
 
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)

@@ -269,6 +269,10 @@ for model in trailer3:substituted:triangular belt3:substituted:triangular \
     if grep -q "independent accelerations: $kind.*$how" "$tmp/eh/${model}_reduced.c"; then ok; else
         bad "$model: reduced form not by the $kind path ($how)"; fi
 done
+# the 3-trailer's Lagrangian is a sum of squared velocities: A and f from
+# its Kane form (kane.h; the forms agree below)
+if grep -q "substituted M\* (Kane form)" "$tmp/eh/trailer3_reduced.c"; then ok; else
+    bad "trailer3: reduced form not from the Kane form"; fi
 # candidates that cannot win are not refined: on the 30-trailer the
 # numeric solve alone costs more than the substituted way, and the plain
 # symbolic program has 9.5 times its operations (SYM_FACTOR_GAIN)

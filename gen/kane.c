@@ -1,0 +1,147 @@
+/* kane.c — the Lagrangian as a weighted sum of squared velocities (see
+ * kane.h). The split walks the Lagrangian as the parser built it, where
+ * the square of a defined point's velocity is still a power of a sum:
+ * sums are split into their terms, products into a constant weight and
+ * one factor with velocities, which is either a sum (split in turn) or
+ * a square. Anything else with a velocity (a velocity not squared, a
+ * weight that depends on q or t, a function of a velocity) is not of
+ * the form. */
+#include "kane.h"
+
+#include <stdlib.h>
+
+#include "diff.h"
+#include "matrix.h"
+#include "subst.h"
+
+typedef struct {
+    ch_ctx *ctx;
+    const ch_model *m;
+    const ch_expr **mu, **E; /* the squares found (malloc'd) */
+    size_t nb, cap;
+    const ch_expr *l0;       /* the velocity-free rest */
+    int bad;                 /* not of the form */
+} splitter;
+
+static int has_vel(const splitter *s, const ch_expr *e)
+{
+    return ch_any_has_any_sym(1, &e, s->m->n, s->m->qt);
+}
+
+static int is_constant(const ch_expr *e)
+{
+    return !ch_has_sym_kind(e, CH_SYM_TIME) && !ch_has_sym_kind(e, CH_SYM_COORD) &&
+           !ch_has_sym_kind(e, CH_SYM_VEL);
+}
+
+static void add_square(splitter *s, const ch_expr *mu, const ch_expr *E)
+{
+    if (s->nb == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        const ch_expr **a = realloc(s->mu, cap * sizeof *a), **b = a ? realloc(s->E, cap * sizeof *b) : NULL;
+        if (a) s->mu = a;
+        if (!b) {
+            s->bad = -1;
+            return;
+        }
+        s->E = b;
+        s->cap = cap;
+    }
+    s->mu[s->nb] = mu;
+    s->E[s->nb++] = E;
+}
+
+/* coef * e split into squares and the rest (coef free of velocities). */
+static void split(splitter *s, const ch_expr *e, const ch_expr *coef)
+{
+    ch_ctx *ctx = s->ctx;
+    if (s->bad || !e || !coef) {
+        if (!s->bad) s->bad = -1;
+        return;
+    }
+    if (!has_vel(s, e)) {
+        s->l0 = ch_add(ctx, s->l0, ch_mul(ctx, coef, e));
+        return;
+    }
+    if (e->kind == CH_ADD) {
+        s->l0 = ch_add(ctx, s->l0, ch_mul(ctx, coef, ch_num_q(ctx, e->num)));
+        for (uint32_t i = 0; i < e->n && !s->bad; i++)
+            split(s, e->pair[i].e, ch_mul(ctx, coef, ch_num_q(ctx, e->pair[i].c)));
+        return;
+    }
+    if (e->kind != CH_MUL) {
+        s->bad = 1; /* a velocity alone, or inside a function */
+        return;
+    }
+    const ch_expr *c = ch_mul(ctx, coef, ch_num_q(ctx, e->num)), *vf = NULL;
+    const fmpq *ex = NULL;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const ch_expr *b = e->pair[i].e;
+        if (!has_vel(s, b)) {
+            c = ch_mul(ctx, c, ch_pow_q(ctx, b, e->pair[i].c));
+        } else if (vf) {
+            s->bad = 1; /* a product of two velocity factors */
+            return;
+        } else {
+            vf = b, ex = e->pair[i].c;
+        }
+    }
+    if (fmpq_is_one(ex)) {
+        split(s, vf, c);
+    } else if (fmpz_equal_si(fmpq_numref(ex), 2) && fmpz_is_one(fmpq_denref(ex)) && c &&
+               is_constant(c)) {
+        add_square(s, ch_scale_si(ctx, 2, c), vf);
+    } else {
+        s->bad = 1;
+    }
+}
+
+int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_kane *out)
+{
+    size_t n = m->n;
+    if (n > CH_KANE_MAX_N || !m->lagrangian) return 1;
+    splitter s = {ctx, m, NULL, NULL, 0, 0, ch_zero(ctx), 0};
+    split(&s, m->lagrangian, ch_one(ctx));
+    int rc = s.bad ? s.bad : s.nb == 0 ? 1 : 0;
+    const ch_expr **zero = rc ? NULL : ch_mat_new(ctx, n, 1);
+    const ch_expr **sym = rc ? NULL : ch_mat_new(ctx, n + 1, 1);
+    const ch_expr **dir = rc ? NULL : ch_mat_new(ctx, n + 1, 1);
+    ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (!rc) {
+        k.mu = ch_mat_new(ctx, s.nb, 1), k.E = ch_mat_new(ctx, s.nb, 1);
+        k.a = ch_mat_new(ctx, s.nb, n), k.acc = ch_mat_new(ctx, s.nb, 1);
+        k.g = ch_mat_new(ctx, s.nb, n), k.F = ch_mat_new(ctx, n, 1);
+        if (!zero || !sym || !dir || !k.mu || !k.E || !k.a || !k.acc || !k.g || !k.F) rc = -1;
+    }
+    ch_diff_dir drift;
+    if (!rc) {
+        for (size_t j = 0; j < n; j++) zero[j] = ch_zero(ctx), sym[j] = m->q[j], dir[j] = m->qt[j];
+        sym[n] = m->t, dir[n] = ch_one(ctx);
+        if (ch_diff_dir_init(ctx, &drift, n + 1, sym, dir)) rc = -1;
+    }
+    for (size_t b = 0; !rc && b < s.nb; b++) {
+        const ch_expr *E = s.E[b];
+        k.mu[b] = s.mu[b], k.E[b] = E;
+        /* linear and homogeneous: a velocity-free gradient, zero at q' = 0 */
+        const ch_expr *at0 = ch_subst(ctx, E, n, m->qt, zero);
+        if (!at0) rc = -1;
+        else if (!ch_is_zero(at0)) rc = 1;
+        for (size_t j = 0; !rc && j < n; j++) {
+            const ch_expr *a = ch_diff(ctx, E, m->qt[j]);
+            if (!a) rc = -1;
+            else if (has_vel(&s, a)) rc = 1;
+            k.a[b * n + j] = a;
+        }
+        k.acc[b] = rc ? NULL : ch_diff_dir_apply(ctx, &drift, E);
+        for (size_t j = 0; !rc && j < n; j++)
+            k.g[b * n + j] = ch_sub(ctx, ch_diff_dir_apply(ctx, &drift, k.a[b * n + j]),
+                                    ch_diff(ctx, E, m->q[j]));
+    }
+    for (size_t j = 0; !rc && j < n; j++)
+        k.F[j] = ch_add(ctx, Q[j] ? Q[j] : ch_zero(ctx), ch_diff(ctx, s.l0, m->q[j]));
+    if (!rc && ch_ctx_exhausted(ctx)) rc = -1;
+    free(s.mu);
+    free(s.E);
+    if (rc == 0) *out = k;
+    return rc;
+}
