@@ -1078,9 +1078,9 @@ static int alpha_linear(emitter *e)
  * are O(N^2) numbers. Where the Lagrangian is a weighted sum of squared
  * velocities (kane.h), A and f are also built from that form
  * (ch_reduced_kane: each point's velocity per unit independent velocity
- * once, where M B multiplies M's O(N^2) entries out; 562 against 688
- * operations beyond alpha on the 10-trailer, 1692 against 2470 in all
- * on the 40-trailer), *kane_used saying which won. *outs is set to the
+ * once, where M B multiplies M's O(N^2) entries out; with G_d's small
+ * sums multiplied out over X (solve_x), 349 against 688 operations
+ * beyond alpha on the 10-trailer), *kane_used saying which won. *outs is set to the
  * expressions used. Returns 0 with a program, 1 when there is none (G_d
  * not triangular, limits), -1 out of memory (the emitter failed). */
 static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,

@@ -895,13 +895,52 @@ static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *
 
 static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
 
+/* term_sub with a's small sum (a itself, or the one among a product's
+ * factors: at most FZ_DIST_MAX terms) multiplied out over b: G_d's
+ * -d (sin th_i sin th_j + cos th_i cos th_j) times X_j becomes two terms
+ * with th_i's sine and cosine as factors, which factoring then takes
+ * out of the row (X_1 = sin th_1 - tan th_0 cos th_1 is a small sum too:
+ * left to ch_factor_sums, the product of the two stayed, four more
+ * operations an axle). */
+static void term_sub_dist(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
+                          const ch_expr *b)
+{
+    if (!a || !b || ch_is_zero(a) || ch_is_zero(b)) return;
+    const ch_expr *sum = NULL, *rest = ch_one(ctx);
+    if (a->kind == CH_ADD) {
+        sum = a;
+    } else if (a->kind == CH_MUL) {
+        for (uint32_t j = 0; j < a->n; j++) {
+            const ch_expr *y = a->pair[j].e;
+            if (!sum && y->kind == CH_ADD && fmpq_is_one(a->pair[j].c))
+                sum = y;
+            else
+                rest = ch_mul(ctx, rest, ch_pow_q(ctx, y, a->pair[j].c));
+        }
+        rest = ch_scale(ctx, a->num, rest);
+    }
+    if (!sum || !rest || !fmpq_is_zero(sum->num) || sum->n > FZ_DIST_MAX) {
+        term_sub(ctx, t, nt, a, b);
+        return;
+    }
+    const ch_expr *rb = ch_mul(ctx, rest, b), **p = calloc(sum->n, sizeof *p);
+    if (!p) { /* out of memory: the same value undistributed */
+        term_sub(ctx, t, nt, a, b);
+        return;
+    }
+    for (uint32_t j = 0; j < sum->n; j++)
+        p[j] = ch_scale(ctx, sum->pair[j].c, ch_mul(ctx, sum->pair[j].e, rb));
+    t[(*nt)++] = ch_neg(ctx, ch_add_n(ctx, sum->n, p));
+    free(p);
+}
+
 /* X = G_d^-1 [G_i | r] by substitution in tri_order's order, X[c * w +
  * col] for dependent velocity c, G_d's pivots into piv_out (in that
  * order), B's dependent rows -X_i into bd when not NULL; t: scratch of
  * 2 (n + k) + 2 entries. Returns 0, 1 when G_d is not triangular, -1
  * out of memory. */
 static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_expr **X,
-                   const ch_expr **t, const ch_expr **piv_out, const ch_expr **bd)
+                   const ch_expr **t, const ch_expr **piv_out, const ch_expr **bd, int distribute)
 {
     const ch_redsolve *in = g->in;
     size_t k = g->k, m = g->m, w = g->w;
@@ -918,7 +957,8 @@ static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_
             if (rhs) t[nt++] = rhs;
             for (size_t l = 0; l < j; l++) {
                 size_t cl = (size_t)pcol[l];
-                term_sub(ctx, t, &nt, v[oG(g, a, (size_t)in->dep[cl])], X[cl * w + col]);
+                (distribute ? term_sub_dist : term_sub)(ctx, t, &nt, v[oG(g, a, (size_t)in->dep[cl])],
+                                                        X[cl * w + col]);
             }
             X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
         }
@@ -943,7 +983,7 @@ int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
     if (!X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
     /* (a constructor's NULL after a limit would read as zero below: the
      * context's error decides at the end) */
-    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd))) goto done;
+    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 0))) goto done;
     /* MB = M B */
     for (size_t i = 0; i < n; i++)
         for (size_t col = 0; col < m; col++) {
@@ -1003,7 +1043,7 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
     const ch_expr **P = calloc(nb * m + 1, sizeof *P), **acc = calloc(nb + 1, sizeof *acc);
     int rc = -1;
     if (!X || !t || !P || !acc || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
-    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd))) goto done;
+    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 1))) goto done;
     for (size_t b = 0; b < nb; b++) {
         const ch_expr *const *a = kn->a + b * n;
         for (size_t r = 0; r < m; r++) {
