@@ -1079,8 +1079,8 @@ static int alpha_linear(emitter *e)
  * velocities (kane.h), A and f are also built from that form
  * (ch_reduced_kane: each point's velocity per unit independent velocity
  * once, where M B multiplies M's O(N^2) entries out; with G_d's small
- * sums multiplied out over X (solve_x), 349 against 688 operations
- * beyond alpha on the 10-trailer), *kane_used saying which won. *outs is set to the
+ * sums multiplied out over X, 349 against 688 operations beyond alpha
+ * on the 10-trailer); *kane_used says which won. *outs is set to the
  * expressions used. Returns 0 with a program, 1 when there is none (G_d
  * not triangular, limits), -1 out of memory (the emitter failed). */
 static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,
@@ -1121,7 +1121,7 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
-        if (rc == 1 && c == CH_DIST_NONE) return 1; /* G_d is not triangular */
+        if (rc == 1 && c == 0) return 1; /* G_d is not triangular */
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no + (lin ? k : 0), o, dist);
         if (!fac) continue;
         ch_cse_prog p;

@@ -1078,10 +1078,10 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
             x_dot(ctx, &g, X, r, gb, -1, t, &nt);
             const ch_expr *bg = nt > n0 ? ch_add_n(ctx, nt - n0, t + n0) : NULL;
             nt = n0;
-            const ch_expr *in_b = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
-            if (bg && !ch_is_zero(bg)) in_b = in_b ? ch_add(ctx, in_b, ch_mul(ctx, kn->E[b], bg))
-                                                   : ch_mul(ctx, kn->E[b], bg);
-            if (in_b) t[nt++] = ch_neg(ctx, ch_mul(ctx, kn->mu[b], in_b));
+            const ch_expr *pa = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
+            const ch_expr *eg = bg && !ch_is_zero(bg) ? ch_mul(ctx, kn->E[b], bg) : NULL;
+            const ch_expr *both = pa && eg ? ch_add(ctx, pa, eg) : pa ? pa : eg;
+            if (both) t[nt++] = ch_neg(ctx, ch_mul(ctx, kn->mu[b], both));
         }
         out[m * m + r] = ch_add_n(ctx, nt, t);
     }
