@@ -749,11 +749,13 @@ static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
 
 /* Reorders p's statements, with "const double vd<nu> = alpha's value;"
  * added for each dependent velocity (alpha's outputs first in p), so that
- * every name is defined before it is used: the statements that do not
- * wait for a vd keep their order, then the vd, then the rest in order
- * (the program's own order is topological, but its value numbering may
- * put a statement that reads a vd before alpha's value). 1 when done
- * (p->body replaced), 0 otherwise (a statement not of the expected form). */
+ * every name is defined before it is used (the program's own order is
+ * topological, but the CSE sees a vd as a symbol and may put a statement
+ * that reads it before alpha's value): depth first from the outputs.
+ * Emitting first every statement that waits for no vd, then the vd, then
+ * the rest, as before, cost the 10-trailer's kernel 6% (224 -> 211 ns).
+ * 1 when done (p->body replaced), 0 otherwise (a statement not of the
+ * expected form). */
 static int order_vdep(emitter *e, ch_cse_prog *p)
 {
     size_t k = e->k;
@@ -798,34 +800,50 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
         if (ch_map_get(&def, defkey[i]) || ch_map_put(&def, defkey[i], (void *)(uintptr_t)(i + 1)))
             ok = 0;
     }
-    /* emit in passes: each pass emits, in order, every statement whose
-     * operands are all emitted; the number of passes is the depth of the
-     * deferral, small in practice */
+    /* depth first from the outputs (alpha's, as the vd, then the
+     * others'), a statement after the ones whose names it reads, as the
+     * CSE printed its own (print_order): each value near its first use,
+     * alpha's next to the statements that read it. Then any statement
+     * no output reads, in order. */
     ch_buf out;
     ch_buf_init(&out);
-    size_t left = ns, pl = strlen("    const double ");
-    while (ok && left > 0) {
-        size_t before = left;
-        for (size_t i = 0; ok && i < ns; i++) {
-            if (done[i]) continue;
-            size_t len = strlen(st[i]), pos = pl, n;
-            int ready = 1;
-            while (ready && next_name(st[i], len, &pos, &n)) {
-                if (n <= 24) {
-                    size_t at = (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n));
-                    /* the same text (a hash collision would only be a
-                     * name defined elsewhere than found) */
-                    if (at && strncmp(st[at - 1] + pl, st[i] + pos, n) != 0) ok = ready = 0;
-                    if (at && at - 1 != i && !done[at - 1]) ready = 0;
-                }
-                pos += n;
-            }
-            if (!ready) continue;
-            done[i] = 1, left--;
-            ch_buf_put(&out, st[i]);
+    size_t pl = strlen("    const double "), nroot = k + (p->n > k ? p->n - k : 0) + ns;
+    size_t *sv = calloc(ns + 1, sizeof *sv), *spos = calloc(ns + 1, sizeof *spos);
+    ok = ok && sv && spos;
+    for (size_t r = 0; ok && r < nroot; r++) {
+        size_t root = ns; /* the statement of the r-th root, ns: none */
+        if (r < k) {
+            root = nl + r;
+        } else if (r < nroot - ns) {
+            const char *ref = p->ref[r] ? p->ref[r] : "";
+            size_t pos = 0, n;
+            if (next_name(ref, strlen(ref), &pos, &n) && pos == 0 && ref[n] == '\0' && n <= 24)
+                root = (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(ref, n)) - 1;
+            if (root >= ns) root = ns; /* (not found: a leaf) */
+        } else {
+            root = r - (nroot - ns);
         }
-        if (left == before) ok = 0; /* a cycle: cannot happen without v_dep in alpha */
+        if (root >= ns || done[root]) continue;
+        size_t top = 0;
+        sv[top] = root, spos[top] = pl, done[root] = 2, top++; /* 2: on the stack */
+        while (ok && top > 0) {
+            size_t i = sv[top - 1], len = strlen(st[i]), pos = spos[top - 1], n;
+            if (!next_name(st[i], len, &pos, &n)) { /* its names are all defined */
+                ch_buf_put(&out, st[i]);
+                done[i] = 1, top--;
+                continue;
+            }
+            spos[top - 1] = pos + n;
+            size_t at = n <= 24 ? (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n)) : 0;
+            /* the same text (a hash collision would only be a name defined
+             * elsewhere than found) */
+            if (at && strncmp(st[at - 1] + pl, st[i] + pos, n) != 0) ok = 0;
+            if (!at || at - 1 == i || done[at - 1] == 1) continue;
+            if (done[at - 1] == 2) ok = 0; /* a cycle: cannot happen without v_dep in alpha */
+            else sv[top] = at - 1, spos[top] = pl, done[at - 1] = 2, top++;
+        }
     }
+    free(sv), free(spos);
 #undef NAMEKEY
     if (ok && !out.oom) {
         ch_buf_free(&p->body);
