@@ -811,7 +811,7 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
     size_t *sv = calloc(ns + 1, sizeof *sv), *spos = calloc(ns + 1, sizeof *spos);
     ok = ok && sv && spos;
     for (size_t r = 0; ok && r < nroot; r++) {
-        size_t root = ns; /* the statement of the r-th root, ns: none */
+        size_t root = ns; /* the statement of the r-th root, ns or more: none (a leaf) */
         if (r < k) {
             root = nl + r;
         } else if (r < nroot - ns) {
@@ -819,7 +819,6 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
             size_t pos = 0, n;
             if (next_name(ref, strlen(ref), &pos, &n) && pos == 0 && ref[n] == '\0' && n <= 24)
                 root = (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(ref, n)) - 1;
-            if (root >= ns) root = ns; /* (not found: a leaf) */
         } else {
             root = r - (nroot - ns);
         }
@@ -1129,11 +1128,13 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     ch_kane kn;
     int kane = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
     if (kane < 0) ch_ctx_clear_error(e->ctx);
+    const ch_expr **vals[3]; /* by ch_dist: the M b and the Kane candidates share them */
     for (int c = 0; c < 3 * (kane == 0 ? 2 : 1); c++) {
         int dist = c % 3, use_kane = c >= 3;
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
-        const ch_expr **val = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
+        if (!use_kane) vals[dist] = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
+        const ch_expr **val = vals[dist];
         int rc = !val ? 1
                  : use_kane ? ch_reduced_kane(e->ctx, &in, val, &kn, o, lin ? bd : NULL)
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
