@@ -1081,6 +1081,25 @@ static int alpha_linear(emitter *e)
     return !ch_any_has_any_sym(k * n, e->d->lag.G, n, e->m->qt);
 }
 
+/* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
+ * and alpha factored (ch_factor_sums, distribute), M and b as they are:
+ * what ch_reduced_kane reads. NULL when the factoring failed. */
+static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t n_all,
+                                   ch_dist distribute)
+{
+    size_t n = e->n, g = n * n, b = g + e->k * n, r = b + n, nr = 0;
+    const ch_expr **val = earr(e, n_all), **in = earr(e, n_all);
+    if (!val || !in) return NULL;
+    for (size_t i = g; i < n_all; i++)
+        if (i < b || i >= r) in[nr++] = all[i];
+    const ch_expr **f = ch_factor_sums(e->ctx, nr, in, distribute);
+    if (!f) return NULL;
+    memcpy(val, all, n_all * sizeof *all);
+    for (size_t i = g, j = 0; i < n_all; i++)
+        if (i < b || i >= r) val[i] = f[j++];
+    return val;
+}
+
 /* kn_acc's body on the substituted path: the reduced system A v_t' = f
  * and G_d's pivots as expressions of the dynamics (ch_reduced_exprs:
  * the substitutions of the numeric solve done on the DAG, where the
@@ -1096,8 +1115,9 @@ static int alpha_linear(emitter *e)
  * velocities (kane.h), A and f are also built from that form
  * (ch_reduced_kane: each point's velocity per unit independent velocity
  * once, where M B multiplies M's O(N^2) entries out; with G_d's small
- * sums multiplied out over X, 349 against 688 operations beyond alpha
- * on the 10-trailer); *kane_used says which won. *outs is set to the
+ * sums multiplied out over X, 345 against 688 operations beyond alpha
+ * on the 10-trailer), and only from it where M has more nonzero entries
+ * than that form has terms; *kane_used says which won. *outs is set to the
  * expressions used. Returns 0 with a program, 1 when there is none (G_d
  * not triangular, limits), -1 out of memory (the emitter failed). */
 static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,
@@ -1128,19 +1148,30 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     ch_kane kn;
     int kane = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
     if (kane < 0) ch_ctx_clear_error(e->ctx);
+    /* the M b candidates only where M has no more nonzero entries than
+     * the Kane form has terms: where it has more (the n-trailer: O(n^2)
+     * against O(n)), M B multiplies out entries the Kane form never
+     * forms, and those candidates never won (the n-trailer from N = 1
+     * to 100); they were 4.3 of the 200-trailer's 7.6 s here */
+    size_t nnz_m = 0;
+    for (size_t i = 0; i < e->n * e->n; i++) nnz_m += e->dyn_nz[i];
+    int first = kane == 0 && nnz_m > kn.nb ? 3 : 0;
+    size_t nin = nd + (with_alpha ? k : 0);
     const ch_expr **vals[3]; /* by ch_dist: the M b and the Kane candidates share them */
-    for (int c = 0; c < 3 * (kane == 0 ? 2 : 1); c++) {
+    for (int c = first; c < 3 * (kane == 0 ? 2 : 1); c++) {
         int dist = c % 3, use_kane = c >= 3;
         /* from the factored values: their sums are simpler (the pivots of
          * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
-        if (!use_kane) vals[dist] = ch_factor_sums(e->ctx, nd + (with_alpha ? k : 0), all, dist);
+        if (!use_kane) vals[dist] = ch_factor_sums(e->ctx, nin, all, dist);
+        else if (first == 3)
+            vals[dist] = factor_read(e, all, nin, dist);
         const ch_expr **val = vals[dist];
         int rc = !val ? 1
                  : use_kane ? ch_reduced_kane(e->ctx, &in, val, &kn, o, lin ? bd : NULL)
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
-        if (rc == 1 && c == 0) return 1; /* G_d is not triangular */
+        if (rc == 1 && c == first) return 1; /* G_d is not triangular */
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no + (lin ? k : 0), o, dist);
         if (!fac) continue;
         ch_cse_prog p;
