@@ -36,6 +36,7 @@ struct ch_ctx {
     ch_error err;
     ch_map memo[CH_MEMO_COUNT];
     ch_map **maps; /* maps handed out by ch_ctx_new_map */
+    ch_map scaled; /* (sum id, hash of c) -> c * sum, for long sums (scale_add) */
     size_t nmaps, cap_maps;
     const ch_expr *zero, *one;
 };
@@ -303,6 +304,7 @@ void ch_ctx_free(ch_ctx *ctx)
     table_free(ctx->table, ctx->tcap * sizeof *ctx->table);
     free(ctx->syms);
     ch_map_free(&ctx->sym_by_hash);
+    ch_map_free(&ctx->scaled);
     for (int i = 0; i < CH_MEMO_COUNT; i++) ch_map_free(&ctx->memo[i]);
     for (size_t i = 0; i < ctx->nmaps; i++) ch_map_free(ctx->maps[i]);
     free(ctx->maps);
@@ -909,13 +911,39 @@ out:
     return e;
 }
 
+/* Sums of at least this many terms have their multiples memoized. */
+#define SCALE_MEMO_MIN 16
+
+/* c * sum. A long sum is scaled again and again with the same c (made
+ * primitive as a factor, negated, its coefficient distributed back when
+ * it stands alone in a product): each time a pass over its terms that
+ * finds the node already there. On the 200-trailer's emit these passes
+ * were most of the terms interned. The memo is keyed by the sum and a
+ * hash of c; the node found is c' * sum for some c', and c' = c exactly
+ * when the first coefficients agree. */
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum)
 {
+    int memo = sum->n >= SCALE_MEMO_MIN && !fmpq_is_zero(c);
+    uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)hash_fmpq(c);
+    fmpq_t lead;
+    fmpq_init(lead);
+    if (memo) {
+        const ch_expr *r = ch_map_get(&ctx->scaled, key);
+        fmpq_mul(lead, c, sum->pair[0].c);
+        if (r && r->pair[0].e == sum->pair[0].e && fmpq_equal(r->pair[0].c, lead)) {
+            fmpq_clear(lead);
+            return r;
+        }
+    }
+    fmpq_clear(lead);
     acc a;
     acc_init(&a, 0);
     add_into(ctx, &a, sum, c);
-    return add_build(ctx, &a);
+    const ch_expr *r = add_build(ctx, &a);
+    /* (a full map only costs the memo) */
+    if (memo && r && r->kind == CH_ADD) (void)ch_map_put(&ctx->scaled, key, (void *)r);
+    return r;
 }
 
 const ch_expr *ch_lincomb(ch_ctx *ctx, const fmpq_t c0, size_t n,
@@ -948,6 +976,7 @@ const ch_expr *ch_add(ch_ctx *ctx, const ch_expr *a, const ch_expr *b)
 
 const ch_expr *ch_scale(ch_ctx *ctx, const fmpq_t c, const ch_expr *e)
 {
+    if (e && e->kind == CH_ADD) return scale_add(ctx, c, e);
     acc a;
     acc_init(&a, 0);
     add_into(ctx, &a, e, c);
