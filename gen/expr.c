@@ -919,30 +919,29 @@ out:
  * it stands alone in a product): each time a pass over its terms that
  * finds the node already there. On the 200-trailer's emit these passes
  * were most of the terms interned. The memo is keyed by the sum and a
- * hash of c; the node found is c' * sum for some c', and c' = c exactly
- * when the first coefficients agree. */
+ * hash of c. The node found is c' * sum for some c' != 0 (a sum with the
+ * same terms in the same order), and c' = c exactly when the first
+ * coefficients agree. */
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum)
 {
     int memo = sum->n >= SCALE_MEMO_MIN && !fmpq_is_zero(c);
     uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)hash_fmpq(c);
-    fmpq_t lead;
-    fmpq_init(lead);
-    if (memo) {
-        const ch_expr *r = ch_map_get(&ctx->scaled, key);
+    const ch_expr *r = memo ? ch_map_get(&ctx->scaled, key) : NULL;
+    if (r) {
+        fmpq_t lead;
+        fmpq_init(lead);
         fmpq_mul(lead, c, sum->pair[0].c);
-        if (r && r->pair[0].e == sum->pair[0].e && fmpq_equal(r->pair[0].c, lead)) {
-            fmpq_clear(lead);
-            return r;
-        }
+        int same = fmpq_equal(r->pair[0].c, lead);
+        fmpq_clear(lead);
+        if (same) return r;
     }
-    fmpq_clear(lead);
     acc a;
     acc_init(&a, 0);
     add_into(ctx, &a, sum, c);
-    const ch_expr *r = add_build(ctx, &a);
-    /* (a full map only costs the memo) */
-    if (memo && r && r->kind == CH_ADD) (void)ch_map_put(&ctx->scaled, key, (void *)r);
+    r = add_build(ctx, &a);
+    /* (out of memory there only loses the memo) */
+    if (memo && r) (void)ch_map_put(&ctx->scaled, key, (void *)r);
     return r;
 }
 

@@ -218,6 +218,47 @@ static void test_canonical_shuffle(void)
     }
 }
 
+/* Multiples of a long sum (memoized in the context from 16 terms on):
+ * the same node for the same factor, the right coefficients for every
+ * factor, asked in any order and through products. */
+static void test_long_sum_multiples(void)
+{
+    enum { T = 20 };
+    const ch_expr *terms[T];
+    char name[8];
+    for (int i = 0; i < T; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        terms[i] = mul(n(i + 1), ch_symbol(ctx, name, CH_SYM_COORD, NULL, 0, 10 + i));
+    }
+    const ch_expr *S = add(ch_add_n(ctx, T, terms), n(3));
+    CHECK(S->kind == CH_ADD && S->n == T);
+    fmpq_t c, want;
+    fmpq_init(c);
+    fmpq_init(want);
+    for (int round = 0; round < 2; round++) /* the second round from the memo */
+        for (slong k = -40; k <= 40; k++) {
+            if (k == 0) continue;
+            fmpq_set_si(c, k, 7);
+            const ch_expr *r = ch_scale(ctx, c, S);
+            CHECK(r && r->kind == CH_ADD && r->n == S->n);
+            for (uint32_t i = 0; r && i < r->n && i < S->n; i++) {
+                fmpq_mul(want, c, S->pair[i].c);
+                CHECK(r->pair[i].e == S->pair[i].e && fmpq_equal(r->pair[i].c, want));
+            }
+            CHECK(r && fmpq_equal(r->num, (fmpq_mul(want, c, S->num), want)));
+            CHECK(mul(fr(k, 7), S) == r);
+            CHECK(ch_scale(ctx, c, S) == r);
+        }
+    /* c * (d * S) = (c d) * S, and a product that makes S primitive */
+    fmpq_set_si(c, -3, 5);
+    const ch_expr *twice = ch_scale(ctx, c, ch_scale(ctx, c, S));
+    fmpq_mul(want, c, c);
+    CHECK(twice == ch_scale(ctx, want, S));
+    CHECK(mul(mul(S, x), fr(-3, 5)) == mul(ch_scale(ctx, c, S), x));
+    fmpq_clear(c);
+    fmpq_clear(want);
+}
+
 int main(void)
 {
     ctx = ch_ctx_new();
@@ -233,6 +274,7 @@ int main(void)
     RUN(test_node_limit);
     RUN(test_symbol_sets);
     RUN(test_canonical_shuffle);
+    RUN(test_long_sum_multiples);
     ch_ctx_free(ctx);
     return check_summary("test_expr");
 }
