@@ -21,11 +21,17 @@ typedef struct {
     size_t nb, cap;
     const ch_expr *l0;       /* the velocity-free rest */
     int bad;                 /* not of the form */
+    /* the velocities q', memoized across the calls: asked of every
+     * derivative, a fresh search built a set of all n velocities each
+     * time, O(n^3) in all (5 of the 200-trailer's 93 G instructions) */
+    ch_sym_finder vel;
 } splitter;
 
-static int has_vel(const splitter *s, const ch_expr *e)
+static int has_vel(splitter *s, const ch_expr *e)
 {
-    return ch_any_has_any_sym(1, &e, s->m->n, s->m->qt);
+    int r = ch_sym_finder_has(s->ctx, &s->vel, e);
+    if (r < 0) s->bad = -1;
+    return r != 0;
 }
 
 static int is_constant(const ch_expr *e)
@@ -100,7 +106,8 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
 {
     size_t n = m->n;
     if (n > CH_KANE_MAX_N || !m->lagrangian) return 1;
-    splitter s = {ctx, m, NULL, NULL, 0, 0, ch_zero(ctx), 0};
+    splitter s = {.ctx = ctx, .m = m, .l0 = ch_zero(ctx)};
+    if (ch_sym_finder_init(ctx, &s.vel, n, m->qt)) return -1;
     split(&s, m->lagrangian, ch_one(ctx));
     int rc = s.bad ? s.bad : s.nb == 0 ? 1 : 0;
     const ch_expr **zero = rc ? NULL : ch_mat_new(ctx, n, 1);
@@ -129,7 +136,7 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
         for (size_t j = 0; !rc && j < n; j++) {
             const ch_expr *a = ch_diff(ctx, E, m->qt[j]);
             if (!a) rc = -1;
-            else if (has_vel(&s, a)) rc = 1;
+            else if (has_vel(&s, a)) rc = s.bad < 0 ? -1 : 1;
             k.a[b * n + j] = a;
         }
         k.acc[b] = rc ? NULL : ch_diff_dir_apply(ctx, &drift, E);
