@@ -1143,16 +1143,16 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     int have = 0;
     for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
-    /* A and f from M and b, and where the Lagrangian is a sum of squared
-     * velocities, also from its Kane form */
-    ch_kane kn;
-    int kane = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
-    if (kane < 0) ch_ctx_clear_error(e->ctx);
-    /* the M b candidates only where M has no more nonzero entries than
+    /* A and f from M and b (candidates 0-2, by ch_dist) and, where the
+     * Lagrangian is a sum of squared velocities, from its Kane form
+     * (3-5). The M b ones only where M has no more nonzero entries than
      * the Kane form has terms: where it has more (the n-trailer: O(n^2)
      * against O(n)), M B multiplies out entries the Kane form never
      * forms, and those candidates never won (the n-trailer from N = 1
      * to 100); they were 4.3 of the 200-trailer's 7.6 s here */
+    ch_kane kn;
+    int kane = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
+    if (kane < 0) ch_ctx_clear_error(e->ctx);
     size_t nnz_m = 0;
     for (size_t i = 0; i < e->n * e->n; i++) nnz_m += e->dyn_nz[i];
     int first = kane == 0 && nnz_m > kn.nb ? 3 : 0;

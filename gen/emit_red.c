@@ -18,6 +18,15 @@ typedef struct {
     int use_gd;               /* the body needs the LU arrays */
 } gen;
 
+/* A generator of in's sizes, the rest empty. */
+static gen gen_of(const ch_redsolve *in)
+{
+    gen g = {0};
+    g.in = in;
+    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    return g;
+}
+
 /* Offsets of the values (M, G, b, r) in in->val. */
 static size_t oM(const gen *g, size_t i, size_t j) { return i * g->n + j; }
 static size_t oG(const gen *g, size_t a, size_t j) { return g->n * g->n + a * g->n + j; }
@@ -305,10 +314,8 @@ void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcou
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular)
 {
-    gen g = {0};
-    g.in = in;
+    gen g = gen_of(in);
     g.ops = ops;
-    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
     ch_buf body;
     ch_buf_init(&body);
     g.b = &body;
@@ -973,9 +980,7 @@ static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_
 int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_expr **out, const ch_expr **bd)
 {
-    gen g = {0};
-    g.in = in;
-    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    gen g = gen_of(in);
     size_t n = g.n, k = g.k, m = g.m, w = g.w;
     const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
     const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
@@ -1033,9 +1038,7 @@ static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col
 int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                     const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
 {
-    gen g = {0};
-    g.in = in;
-    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    gen g = gen_of(in);
     size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
     size_t tcap = 2 * (n + k + nb) + 2;
     const ch_expr **X = calloc(k * w + 1, sizeof *X), **t = calloc(tcap, sizeof *t);

@@ -12,6 +12,7 @@
 
 #include "diff.h"
 #include "matrix.h"
+#include "mech/lagrange.h"
 #include "subst.h"
 
 typedef struct {
@@ -111,20 +112,17 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
     split(&s, m->lagrangian, ch_one(ctx));
     int rc = s.bad ? s.bad : s.nb == 0 ? 1 : 0;
     const ch_expr **zero = rc ? NULL : ch_mat_new(ctx, n, 1);
-    const ch_expr **sym = rc ? NULL : ch_mat_new(ctx, n + 1, 1);
-    const ch_expr **dir = rc ? NULL : ch_mat_new(ctx, n + 1, 1);
     ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL};
     if (!rc) {
         k.mu = ch_mat_new(ctx, s.nb, 1), k.E = ch_mat_new(ctx, s.nb, 1);
         k.a = ch_mat_new(ctx, s.nb, n), k.acc = ch_mat_new(ctx, s.nb, 1);
         k.g = ch_mat_new(ctx, s.nb, n), k.F = ch_mat_new(ctx, n, 1);
-        if (!zero || !sym || !dir || !k.mu || !k.E || !k.a || !k.acc || !k.g || !k.F) rc = -1;
+        if (!zero || !k.mu || !k.E || !k.a || !k.acc || !k.g || !k.F) rc = -1;
     }
     ch_diff_dir drift;
     if (!rc) {
-        for (size_t j = 0; j < n; j++) zero[j] = ch_zero(ctx), sym[j] = m->q[j], dir[j] = m->qt[j];
-        sym[n] = m->t, dir[n] = ch_one(ctx);
-        if (ch_diff_dir_init(ctx, &drift, n + 1, sym, dir)) rc = -1;
+        for (size_t j = 0; j < n; j++) zero[j] = ch_zero(ctx);
+        if (ch_lagrange_drift(ctx, m, &drift)) rc = -1;
     }
     for (size_t b = 0; !rc && b < s.nb; b++) {
         const ch_expr *E = s.E[b];

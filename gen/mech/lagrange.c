@@ -20,12 +20,11 @@ static int ctx_failed(ch_ctx *ctx, ch_error *err, const ch_model *m, ch_pos pos)
                         m->file, pos.line, pos.col, "%s", e->msg);
 }
 
-/* The field V = d/dt + q_t_j d/dq_j (partial derivatives: velocities are
- * held fixed). h_i needs V p_i = dp_i/dt + q_t_j dp_i/dq_j; one memoized
+/* (lagrange.h) h_i needs V p_i = dp_i/dt + q_t_j dp_i/dq_j; one memoized
  * pass over p_i costs one visit per node, where the n partial derivatives
  * cost n visits of every node that contains all the coordinates (each p_i
  * of a chain), O(n^3) in all. */
-static int drift_field(ch_ctx *ctx, const ch_model *m, ch_diff_dir *v)
+int ch_lagrange_drift(ch_ctx *ctx, const ch_model *m, ch_diff_dir *v)
 {
     size_t n = m->n;
     const ch_expr **syms = ch_mat_new(ctx, n + 1, 1), **dirs = ch_mat_new(ctx, n + 1, 1);
@@ -66,7 +65,7 @@ static int derive_unconstrained(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
         L->Q[i] = m->force[i];
     }
     if (!(L->M = mass_matrix(ctx, m, L->p))) return -1;
-    if (drift_field(ctx, m, &drift)) return -1;
+    if (ch_lagrange_drift(ctx, m, &drift)) return -1;
     for (size_t i = 0; i < n; i++) {
         /* h_i = d2L/dq_t_i dq_j q_t_j + d2L/dq_t_i dt - dL/dq_i */
         L->h[i] = ch_sub(ctx, ch_diff_dir_apply(ctx, &drift, L->p[i]),

@@ -9,6 +9,7 @@
 #ifndef CH_LAGRANGE_H
 #define CH_LAGRANGE_H
 
+#include "../diff.h"
 #include "../model.h"
 
 typedef struct ch_lagrange {
@@ -28,5 +29,9 @@ typedef struct ch_lagrange {
  * Lagrangian, inadmissible constraints, expression limits). */
 int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
                        ch_error *err);
+
+/* The drift field V = d/dt + q_t_j d/dq_j of m into *v (partial
+ * derivatives: velocities held fixed); 0, or -1 on a context error. */
+int ch_lagrange_drift(ch_ctx *ctx, const ch_model *m, ch_diff_dir *v);
 
 #endif
