@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "check.h"
 #include "diff.h"
 #include "eval.h"
@@ -353,6 +354,55 @@ static void test_sampler(void)
                          "constraint w'^3 + w' = x*y' + cos(t)\n");
 }
 
+/* A long affine chain x_i' = x_(i-1)' - x_(i-2)' + sin(x_i)/7: the
+ * forward substitution's radii grow like Fibonacci numbers, about 2^174
+ * over 250 constraints, so the affine solve is not tight at its first
+ * working precision and retries at a higher one. Each point holds every
+ * constraint as a tight enclosure of 0, and its dependent velocities are
+ * as tight as the zero test needs (2^-(prec/2) at prec 256). */
+static void test_long_affine_chain(void)
+{
+    enum { K = 250 };
+    ch_buf b;
+    ch_buf_init(&b);
+    ch_buf_put(&b, "coordinates");
+    for (int i = 0; i <= K; i++) ch_buf_printf(&b, " x%d", i);
+    ch_buf_put(&b, "\nlagrangian 0");
+    for (int i = 0; i <= K; i++) ch_buf_printf(&b, " + x%d'^2/2", i);
+    for (int i = 2; i <= K; i++)
+        ch_buf_printf(&b, "\nconstraint x%d' = x%d' - x%d' + sin(x%d)/7", i, i - 1, i - 2, i);
+    ch_buf_put(&b, "\ndependent");
+    for (int i = 2; i <= K; i++) ch_buf_printf(&b, " x%d'", i);
+    ch_buf_put(&b, "\n");
+    sys s;
+    int rc = build(&s, "chain.nh", b.s, UPTO_MANIFOLD);
+    CHECK_MSG(rc == 0, "%s", s.err.msg);
+    if (rc == 0) {
+        CHECK(s.mf.affine == 1 && s.mf.k == K - 1);
+        size_t ns = ch_ctx_nsyms(s.ctx);
+        arb_struct *sv = _arb_vec_init((slong)ns);
+        arb_t v;
+        arb_init(v);
+        flint_rand_t rnd;
+        flint_randinit(rnd);
+        for (int p = 0; p < 3; p++) {
+            CHECK(ch_manifold_sample_state(&s.mf, rnd, sv, 256) == 0);
+            int bad = 0;
+            for (size_t a = 0; a < s.mf.k; a++) {
+                bad += !(ch_eval_arb(s.ctx, v, s.L.phi[a], sv, 256) == 0 && tight_zero(v));
+                arb_srcptr x = sv + s.m->qt[s.mf.dep[a]]->sym->sid;
+                bad += mag_cmp_2exp_si(arb_radref(x), -128 - 16) >= 0;
+            }
+            CHECK_MSG(bad == 0, "%d constraints or velocities not tight", bad);
+        }
+        flint_randclear(rnd);
+        arb_clear(v);
+        _arb_vec_clear(sv, (slong)ns);
+    }
+    done(&s);
+    ch_buf_free(&b);
+}
+
 /* A constraint with no real solution: no point, verdict unknown. */
 static void test_no_manifold(void)
 {
@@ -625,6 +675,7 @@ int main(void)
     RUN(test_bad_dependent);
     RUN(test_multiplier_names);
     RUN(test_sampler);
+    RUN(test_long_affine_chain);
     RUN(test_no_manifold);
     RUN(test_reactions);
     RUN(test_homogeneity);

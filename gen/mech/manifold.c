@@ -778,14 +778,14 @@ static int certify(dsolver *s, arb_struct *sv, slong prec)
  * b and A in balls at v = 0 and a rigorous ball solve of A v = -b give
  * balls that hold the exact values of b and A, hence the exact (unique:
  * every matrix of the balls is regular) root, which is what Krawczyk would
- * prove, without Newton or the evaluation over a box. Nonzero when the
- * evaluation fails, a pivot ball holds 0 or a result is not tight: the
- * caller then runs the general path, which decides those points as
- * before. */
-static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
+ * prove, without Newton or the evaluation over a box, at working
+ * precision wp. 1 when a result is not tight (more precision may make it);
+ * -1 when the evaluation fails or a pivot ball holds 0: the caller then
+ * runs the general path, which decides those points as before. */
+static int affine_at(dsolver *s, arb_struct *sv, slong prec, slong wp)
 {
     const ch_manifold *mf = s->mf;
-    slong k = (slong)s->k, wp = prec + GUARD_BITS;
+    slong k = (slong)s->k;
     size_t cnt = s->k + s->k * s->k;
     arb_ptr b = _arb_vec_init(k), x = _arb_vec_init(k);
     arb_mat_t A, B, X;
@@ -824,8 +824,10 @@ static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
     /* as tight as certify() makes them, so the zero test's verdicts stay
      * what they were: 2^-(prec/2) is its tolerance */
     for (slong a = 0; a < k; a++)
-        if (!arb_is_finite(x + a) || mag_cmp_2exp_si(arb_radref(x + a), -prec / 2 - 16) >= 0)
-            goto out;
+        if (!arb_is_finite(x + a)) goto out;
+    rc = 1;
+    for (slong a = 0; a < k; a++)
+        if (mag_cmp_2exp_si(arb_radref(x + a), -prec / 2 - 16) >= 0) goto out;
     for (slong a = 0; a < k; a++) arb_swap(sv + dep_sid(mf, (size_t)a), x + a);
     rc = 0;
 out:
@@ -835,6 +837,20 @@ out:
     arb_mat_clear(A);
     arb_mat_clear(B);
     arb_mat_clear(X);
+    return rc;
+}
+
+/* solve_affine at growing working precision: the radii of a forward
+ * substitution can grow by a bit or so per unknown (each x_i inherits the
+ * errors of those before it), so a long chain (the 200-trailer's 201
+ * constraints at the audit's 256 bits) is not tight at the first guard.
+ * Each try costs O(k^2) (a triangular block), where the general path's
+ * Krawczyk test is O(k^3) in balls. 0 when tight, nonzero otherwise. */
+static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
+{
+    int rc = 1;
+    for (slong guard = GUARD_BITS; rc == 1 && guard <= 4 * (prec + (slong)s->k); guard *= 4)
+        rc = affine_at(s, sv, prec, prec + guard);
     return rc;
 }
 
