@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "subst.h"
+
 /* Which derivation: by the symbol x (partial), along a vector field (dir:
  * sid + 1 -> component, a symbol not in it maps to 0), or, with neither,
  * the total time derivative. mask: the symbols that can map to nonzero;
@@ -291,6 +293,288 @@ const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
     return ch_diff_symmetric(ctx, 1, &e, &sym, &r) ? NULL : r;
 }
 
+/* ---- the mass matrix: terms alike up to linear forms --------------------
+ *
+ * A momentum p_i of a chain is a sum over the bodies behind coordinate i
+ * of terms such as m * (a X_b + b Y_b): one skeleton around each body's
+ * velocity X_b, a linear form in the velocities (flattened, O(n) terms).
+ * The skeleton is linear in the forms (sums; products whose other factors
+ * are free of velocities), so the derivative of such a term by v_j depends
+ * on the forms only through dX_b/dv_j, and for a chain that is the same
+ * node for every body b behind j. The terms of p_i therefore fall into
+ * classes by (skeleton, derivatives of its forms by v_j); each class is
+ * differentiated once and weighted by the sum of its members'
+ * coefficients. That is the linear combination the term-by-term
+ * derivative forms (the same node), with O(1) derivatives per entry where
+ * term by term took one per body: O(n^2) in all against O(n^3). What is
+ * left per entry is a scan of p_i's terms that compares pointers. */
+
+/* Momenta with fewer terms are differentiated term by term. */
+#define CLASS_MIN_TERMS 8
+
+typedef struct {
+    ch_ctx *ctx;
+    size_t n;
+    const ch_expr *const *syms;
+    ch_sym_finder vel;  /* exact: masks alias beyond 256 symbols */
+    ch_map forms;       /* node id -> its row of n derivatives, or NOT_FORM */
+    const ch_expr ***rows;
+    size_t nrows, caprows;
+    const ch_expr **holes; /* forms of the current momentum's terms */
+    size_t nholes, capholes;
+    int failed;
+} lforms;
+
+static const ch_expr *const NOT_FORM[1];
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 32);
+}
+
+static uint64_t hash_q(const fmpq_t q)
+{
+    return mix(fmpz_fdiv_ui(fmpq_numref(q), 4294967291UL),
+               fmpz_fdiv_ui(fmpq_denref(q), 4294967291UL));
+}
+
+static int has_vel(lforms *lf, const ch_expr *e)
+{
+    if (!ch_mask_meets(&e->symmask, &lf->vel.mask)) return 0;
+    int r = ch_sym_finder_has(lf->ctx, &lf->vel, e);
+    if (r < 0) lf->failed = 1;
+    return r > 0;
+}
+
+/* 1 when e is a velocity symbol or velocity * (factors free of them). */
+static int vel_monomial(lforms *lf, const ch_expr *e)
+{
+    if (e->kind == CH_SYM) return has_vel(lf, e);
+    if (e->kind != CH_MUL) return 0;
+    uint32_t nv = 0;
+    for (uint32_t k = 0; k < e->n; k++) {
+        const ch_expr *f = e->pair[k].e;
+        if (!has_vel(lf, f)) continue;
+        if (++nv > 1 || f->kind != CH_SYM || !fmpq_is_one(e->pair[k].c)) return 0;
+    }
+    return nv == 1;
+}
+
+/* The row (d e/d syms[j], j < n) when e is a linear form in the velocities
+ * (a sum of terms free of them and of velocity monomials), else NULL.
+ * Memoized per call; the derivatives come from the context's memo. */
+static const ch_expr **form_row(lforms *lf, const ch_expr *e)
+{
+    if (e->kind != CH_ADD) return NULL;
+    const ch_expr **row = ch_map_get(&lf->forms, e->id);
+    if (row) return row == NOT_FORM ? NULL : row;
+    int form = 1;
+    for (uint32_t k = 0; k < e->n && form; k++)
+        form = !has_vel(lf, e->pair[k].e) || vel_monomial(lf, e->pair[k].e);
+    if (form && lf->nrows == lf->caprows) {
+        size_t cap = lf->caprows ? 2 * lf->caprows : 64;
+        const ch_expr ***r = realloc(lf->rows, cap * sizeof *r);
+        if (!r) form = 0, lf->failed = 1;
+        else lf->rows = r, lf->caprows = cap;
+    }
+    if (form && !(row = malloc(lf->n * sizeof *row))) form = 0, lf->failed = 1;
+    for (size_t j = 0; form && j < lf->n; j++)
+        if (!(row[j] = ch_diff(lf->ctx, e, lf->syms[j]))) lf->failed = 1;
+    if (form) lf->rows[lf->nrows++] = row;
+    else free(row);
+    if (ch_map_put(&lf->forms, e->id, form ? (void *)row : (void *)NOT_FORM))
+        lf->failed = 1;
+    return form ? row : NULL;
+}
+
+/* The one factor of a product that holds velocities, when the others are
+ * free of them and its exponent is 1; -1 otherwise. */
+static int linear_factor(lforms *lf, const ch_expr *e)
+{
+    int dep = -1;
+    for (uint32_t k = 0; k < e->n; k++)
+        if (has_vel(lf, e->pair[k].e)) {
+            if (dep >= 0) return -1;
+            dep = (int)k;
+        }
+    return dep >= 0 && fmpq_is_one(e->pair[dep].c) ? dep : -1;
+}
+
+static int push_hole(lforms *lf, const ch_expr *e)
+{
+    if (lf->nholes == lf->capholes) {
+        size_t cap = lf->capholes ? 2 * lf->capholes : 64;
+        const ch_expr **h = realloc(lf->holes, cap * sizeof *h);
+        if (!h) return lf->failed = 1, -1;
+        lf->holes = h;
+        lf->capholes = cap;
+    }
+    lf->holes[lf->nholes++] = e;
+    return 0;
+}
+
+/* The skeleton's hash: e with its linear forms (pushed to lf->holes in
+ * walk order) as holes; anything not linear in them is a leaf compared as
+ * a node. */
+static uint64_t skeleton(lforms *lf, const ch_expr *e, uint64_t h)
+{
+    if (!has_vel(lf, e)) return mix(h, e->id);
+    if (form_row(lf, e)) {
+        push_hole(lf, e);
+        return mix(h, 1);
+    }
+    if (e->kind == CH_ADD) {
+        h = mix(mix(h, 2), e->n);
+        for (uint32_t k = 0; k < e->n; k++)
+            h = skeleton(lf, e->pair[k].e, mix(h, hash_q(e->pair[k].c)));
+        return mix(h, hash_q(e->num));
+    }
+    int dep = e->kind == CH_MUL ? linear_factor(lf, e) : -1;
+    if (dep < 0) return mix(mix(h, 3), e->id);
+    h = mix(mix(mix(h, 4), e->n), hash_q(e->num));
+    for (uint32_t k = 0; k < e->n; k++)
+        if ((int)k != dep) h = mix(mix(h, e->pair[k].e->id), hash_q(e->pair[k].c));
+    return skeleton(lf, e->pair[dep].e, h);
+}
+
+/* Whether a and b have the same skeleton (skeleton() walks them alike). */
+static int same_skeleton(lforms *lf, const ch_expr *a, const ch_expr *b)
+{
+    if (a == b) return 1;
+    if (!has_vel(lf, a) || !has_vel(lf, b)) return 0;
+    int fa = form_row(lf, a) != NULL, fb = form_row(lf, b) != NULL;
+    if (fa || fb) return fa && fb;
+    if (a->kind != b->kind || a->n != b->n || !fmpq_equal(a->num, b->num)) return 0;
+    if (a->kind == CH_ADD) {
+        for (uint32_t k = 0; k < a->n; k++)
+            if (!fmpq_equal(a->pair[k].c, b->pair[k].c)
+                || !same_skeleton(lf, a->pair[k].e, b->pair[k].e))
+                return 0;
+        return 1;
+    }
+    int da = a->kind == CH_MUL ? linear_factor(lf, a) : -1;
+    int db = b->kind == CH_MUL ? linear_factor(lf, b) : -1;
+    if (da < 0 || db < 0) return 0;
+    for (uint32_t ka = 0, kb = 0; ka < a->n; ka++, kb++) {
+        if ((int)ka == da) ka++;
+        if ((int)kb == db) kb++;
+        if (ka >= a->n) break;
+        if (a->pair[ka].e != b->pair[kb].e || !fmpq_equal(a->pair[ka].c, b->pair[kb].c))
+            return 0;
+    }
+    return same_skeleton(lf, a->pair[da].e, b->pair[db].e);
+}
+
+/* Per term of a momentum: its class (the first term with its skeleton;
+ * -1: no linear form, differentiated alone) and its forms. */
+typedef struct {
+    int cls;
+    size_t hole0, nholes;
+} term_class;
+
+static int classify(lforms *lf, const ch_expr *p, term_class *tc)
+{
+    ch_map first; /* skeleton hash (+ probe) -> term index + 1 */
+    ch_map_init(&first);
+    lf->nholes = 0;
+    for (uint32_t t = 0; t < p->n && !lf->failed; t++) {
+        tc[t].hole0 = lf->nholes;
+        uint64_t h = skeleton(lf, p->pair[t].e, 0) | 1; /* keys are not 0 */
+        tc[t].nholes = lf->nholes - tc[t].hole0;
+        tc[t].cls = -1;
+        if (!tc[t].nholes) continue;
+        for (;; h += 2) {
+            uintptr_t f = (uintptr_t)ch_map_get(&first, h);
+            if (!f) {
+                tc[t].cls = (int)t;
+                if (ch_map_put(&first, h, (void *)(uintptr_t)(t + 1))) lf->failed = 1;
+                break;
+            }
+            if (same_skeleton(lf, p->pair[f - 1].e, p->pair[t].e)) {
+                tc[t].cls = (int)(f - 1);
+                break;
+            }
+        }
+    }
+    ch_map_free(&first);
+    return lf->failed ? -1 : 0;
+}
+
+/* Whether terms s and t (of one class) have equal derivatives by syms[j]:
+ * their forms have. */
+static int same_rows(const term_class *tc, const ch_expr *const *const *rowof,
+                     size_t s, size_t t, size_t j)
+{
+    for (size_t h = 0; h < tc[s].nholes; h++)
+        if (rowof[tc[s].hole0 + h][j] != rowof[tc[t].hole0 + h][j]) return 0;
+    return 1;
+}
+
+/* d p / d syms[j] for a momentum p classified into tc (rowof: the row of
+ * each form in lf->holes), through the dmode of one entry (x: its top
+ * level). */
+static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_class *tc,
+                                    size_t j, const dmode *x,
+                                    const ch_expr *const *const *rowof)
+{
+    ch_ctx *ctx = lf->ctx;
+    size_t T = p->n, ne = 0;
+    const ch_expr **d = malloc(T * sizeof *d);
+    fmpq *c = malloc(T * sizeof *c);
+    size_t *rep = malloc(T * sizeof *rep);
+    ch_map at; /* key (class, rows at j) -> entry + 1 */
+    ch_map_init(&at);
+    const ch_expr *r = NULL;
+    if (!d || !c || !rep) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        goto out;
+    }
+    dmode y = *x;
+    y.shallow--; /* the terms are one level below p */
+    for (size_t t = 0; t < T; t++) {
+        const ch_expr *e = p->pair[t].e;
+        if (!ch_mask_meets(&e->symmask, &x->mask)) continue;
+        uint64_t key = 0;
+        size_t k = ne;
+        if (tc[t].cls >= 0) {
+            key = mix(0, (uint64_t)tc[t].cls);
+            for (size_t h = 0; h < tc[t].nholes; h++)
+                key = mix(key, rowof[tc[t].hole0 + h][j]->id);
+            for (key |= 1;; key += 2) { /* keys are not 0 */
+                uintptr_t f = (uintptr_t)ch_map_get(&at, key);
+                if (!f) break;
+                if (tc[rep[f - 1]].cls == tc[t].cls && same_rows(tc, rowof, rep[f - 1], t, j)) {
+                    k = f - 1;
+                    break;
+                }
+            }
+        }
+        if (k < ne) { /* a member of a class seen: its coefficient only */
+            fmpq_add(c + k, c + k, p->pair[t].c);
+            continue;
+        }
+        /* (a zero is kept: its class is not differentiated again) */
+        if (!(d[ne] = deriv(ctx, e, &y))) goto out;
+        fmpq_init(c + ne);
+        fmpq_set(c + ne, p->pair[t].c);
+        rep[ne++] = t;
+        if (tc[t].cls >= 0 && ch_map_put(&at, key, (void *)(uintptr_t)ne)) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            goto out;
+        }
+    }
+    r = ch_lincomb(ctx, NULL, ne, c, d);
+out:
+    for (size_t k = 0; k < ne; k++) fmpq_clear(c + k);
+    ch_map_free(&at);
+    free(d);
+    free(c);
+    free(rep);
+    return r;
+}
+
 int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
                       const ch_expr *const *syms, const ch_expr **out)
 {
@@ -302,14 +586,41 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
     ch_map local, prod, near;
     ch_map_init(&prod);
     ch_map_init(&near);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++)
+    lforms lf;
+    memset(&lf, 0, sizeof lf);
+    lf.ctx = ctx;
+    lf.n = n;
+    lf.syms = syms;
+    ch_map_init(&lf.forms);
+    int rc = n > 1 && ch_sym_finder_init(ctx, &lf.vel, n, syms) ? -1 : 0;
+    term_class *tc = NULL;
+    const ch_expr ***rowof = NULL;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int by_class = n > 1 && e[i] && e[i]->kind == CH_ADD && e[i]->n >= CLASS_MIN_TERMS;
+        if (by_class) {
+            free(tc);
+            free(rowof);
+            tc = malloc(e[i]->n * sizeof *tc);
+            rowof = NULL;
+            if (!tc || classify(&lf, e[i], tc)
+                || !(rowof = malloc((lf.nholes + 1) * sizeof *rowof))) {
+                if (!ch_ctx_error(ctx)->code) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+                rc = -1;
+                break;
+            }
+            for (size_t h = 0; h < lf.nholes; h++)
+                rowof[h] = ch_map_get(&lf.forms, lf.holes[h]->id);
+        }
         for (size_t j = i; j < n; j++) {
             ch_map_init(&local);
             dmode d = {syms[j], NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF),
                        DIFF_ONCE_LEVELS, &local, &prod, n > 1 ? &near : NULL};
             ch_mask_add(&d.mask, syms[j]->sym->sid);
-            const ch_expr *r = e[i] ? deriv(ctx, e[i], &d) : NULL;
+            const ch_expr *r = !e[i] ? NULL
+                               : !ch_mask_meets(&e[i]->symmask, &d.mask) ? ch_zero(ctx)
+                               : by_class ? diff_by_class(&lf, e[i], tc, j, &d,
+                                                          (const ch_expr *const *const *)rowof)
+                                          : deriv(ctx, e[i], &d);
             ch_map_free(&local);
             out[i * n + j] = out[j * n + i] = r;
             if (!r) {
@@ -317,6 +628,13 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
                 break;
             }
         }
+    }
+    free(tc);
+    free(rowof);
+    for (size_t k = 0; k < lf.nrows; k++) free(lf.rows[k]);
+    free(lf.rows);
+    free(lf.holes);
+    ch_map_free(&lf.forms);
     ch_map_free(&prod);
     ch_map_free(&near);
     return rc;

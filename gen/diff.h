@@ -19,10 +19,12 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
 const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym);
 /* out[i*n + j] = out[j*n + i] = ch_diff_once(e[i], syms[j]) for j >= i,
  * in that order (the mass matrix from the momenta: symmetric, so half the
- * derivatives). The calls share two small maps besides the context's memo:
- * products of a cofactor and a derivative, which recur in every term of a
- * momentum (M_ij is a sum of identical terms), and the entries read from
- * the memo, each read about n times. 0, or -1 on failure (context error
+ * derivatives). The terms of a long e[i] that are alike up to linear forms
+ * in syms whose derivatives agree (a chain's bodies: M_ij is a sum of
+ * identical terms) are differentiated once per entry, not once each (see
+ * diff.c). The calls share two small maps besides the context's memo:
+ * products of a cofactor and a derivative, and the entries read from the
+ * memo, each read about n times. 0, or -1 on failure (context error
  * set). */
 int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
                       const ch_expr *const *syms, const ch_expr **out);

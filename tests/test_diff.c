@@ -1,6 +1,7 @@
 /* test_diff.c — partial and total derivatives (against finite differences
  * on random expressions) and substitution. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -231,6 +232,53 @@ static void test_subst_memo(void)
     ch_ctx_clear_error(ctx);
 }
 
+/* ch_diff_symmetric differentiates the terms of a long momentum by
+ * classes (terms alike up to linear forms in the velocities, whose
+ * derivatives agree): every entry must be the node ch_diff gives. The
+ * chain below has such classes (equal weights), forms whose coefficients
+ * differ for one body (the class must split), weights that differ, and
+ * terms not linear in the forms (a cube, a factor with a velocity). */
+static void test_symmetric_classes(void)
+{
+    enum { NB = 12, NV = NB + 1 };
+    char name[32];
+    const ch_expr *v[NV], *a[NV], *X[NB], *Y[NB], *terms[NB + 1];
+    for (int i = 0; i < NV; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        v[i] = ch_symbol(ctx, name, CH_SYM_OTHER, NULL, 0, -1);
+        snprintf(name, sizeof name, "a%d", i);
+        a[i] = ch_symbol(ctx, name, CH_SYM_OTHER, NULL, 0, -1);
+    }
+    const ch_expr *x0 = v[0], *y0 = ch_zero(ctx);
+    for (int b = 0; b < NB; b++) {
+        int j = b + 1;
+        /* body 7 sees v3 with another coefficient */
+        const ch_expr *s = ch_fun1(ctx, CH_F_SIN, a[j]);
+        const ch_expr *c = ch_fun1(ctx, CH_F_COS, a[j]);
+        X[b] = x0 = ch_add(ctx, x0, ch_mul(ctx, s, v[j]));
+        Y[b] = y0 = ch_add(ctx, y0, ch_mul(ctx, c, v[j]));
+        if (b == 7) X[b] = ch_add(ctx, X[b], ch_mul(ctx, k, v[3]));
+    }
+    for (int b = 0; b < NB; b++) {
+        const ch_expr *sq = ch_add(ctx, ch_pow_si(ctx, X[b], 2), ch_pow_si(ctx, Y[b], 2));
+        const ch_expr *w = b == 4 ? ch_mul(ctx, k, k) : k;
+        terms[b] = ch_mul(ctx, w, sq);
+    }
+    for (int b = 8; b < NB; b++) /* alike, but not linear in X_b: no class */
+        terms[b] = ch_add_n(ctx, 3, (const ch_expr *[]){terms[b], ch_pow_si(ctx, X[b], 3),
+                                                       ch_mul(ctx, v[2], ch_pow_si(ctx, X[b], 2))});
+    terms[NB] = ch_mul(ctx, z, ch_pow_si(ctx, v[5], 2));
+    const ch_expr *L = ch_add_n(ctx, NB + 1, terms);
+    const ch_expr *p[NV], *M[NV * NV];
+    for (int i = 0; i < NV; i++) p[i] = ch_diff(ctx, L, v[i]);
+    CHECK(p[1] && p[1]->kind == CH_ADD && p[1]->n >= 8); /* differentiated by classes */
+    CHECK(ch_diff_symmetric(ctx, NV, p, v, M) == 0);
+    int bad = 0;
+    for (int i = 0; i < NV; i++)
+        for (int j = 0; j < NV; j++) bad += M[i * NV + j] != ch_diff(ctx, p[i], v[j]);
+    CHECK_MSG(bad == 0, "%d entries differ from ch_diff", bad);
+}
+
 int main(void)
 {
     ctx = ch_ctx_new();
@@ -249,6 +297,7 @@ int main(void)
     RUN(test_subst);
     RUN(test_subst_memo);
     RUN(test_dir_property);
+    RUN(test_symmetric_classes);
     RUN(test_partial_property);
     RUN(test_total_property);
     ch_ctx_free(ctx);
