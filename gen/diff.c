@@ -468,10 +468,14 @@ static int same_skeleton(lforms *lf, const ch_expr *a, const ch_expr *b)
 }
 
 /* Per term of a momentum: its class (the first term with its skeleton;
- * -1: no linear form, differentiated alone) and its forms. */
+ * -1: no linear form, differentiated alone), its forms, the next member
+ * of its class (-1: none; last: the class's last member so far, kept by
+ * the first) and cum, the sum of the coefficients of its class's members
+ * up to it. */
 typedef struct {
-    int cls;
+    int cls, next, last;
     size_t hole0, nholes;
+    fmpq_t cum;
 } term_class;
 
 static int classify(lforms *lf, const ch_expr *p, term_class *tc)
@@ -483,7 +487,9 @@ static int classify(lforms *lf, const ch_expr *p, term_class *tc)
         tc[t].hole0 = lf->nholes;
         uint64_t h = skeleton(lf, p->pair[t].e, 0) | 1; /* keys are not 0 */
         tc[t].nholes = lf->nholes - tc[t].hole0;
-        tc[t].cls = -1;
+        tc[t].cls = tc[t].next = -1;
+        tc[t].last = (int)t;
+        fmpq_set(tc[t].cum, p->pair[t].c);
         if (!tc[t].nholes) continue;
         for (;; h += 2) {
             uintptr_t f = (uintptr_t)ch_map_get(&first, h);
@@ -492,8 +498,12 @@ static int classify(lforms *lf, const ch_expr *p, term_class *tc)
                 if (ch_map_put(&first, h, (void *)(uintptr_t)(t + 1))) lf->failed = 1;
                 break;
             }
-            if (same_skeleton(lf, p->pair[f - 1].e, p->pair[t].e)) {
-                tc[t].cls = (int)(f - 1);
+            size_t c = f - 1;
+            if (same_skeleton(lf, p->pair[c].e, p->pair[t].e)) {
+                tc[t].cls = (int)c;
+                tc[tc[c].last].next = (int)t;
+                fmpq_add(tc[t].cum, tc[t].cum, tc[tc[c].last].cum);
+                tc[c].last = (int)t;
                 break;
             }
         }
@@ -512,67 +522,118 @@ static int same_rows(const term_class *tc, const ch_expr *const *const *rowof,
     return 1;
 }
 
+/* The entries of one derivative: distinct derivatives (d) with their
+ * summed coefficients (c); `at` finds the entry of a class's run by
+ * (class, rows of its forms at j). */
+typedef struct {
+    const ch_expr **d;
+    fmpq *c;
+    size_t *rep, ne;
+    ch_map at;
+} entries;
+
+/* Adds the run of class members from s to e (consecutive in the class,
+ * equal rows at j): a new entry differentiates s, a known one adds the
+ * run's coefficients. -1 on failure. */
+static int add_run(lforms *lf, const ch_expr *p, const term_class *tc,
+                   const ch_expr *const *const *rowof, size_t j, const dmode *y,
+                   entries *en, size_t s, size_t e)
+{
+    fmpq_t sum; /* cum(e) - cum(s) + c(s) */
+    fmpq_init(sum);
+    fmpq_sub(sum, tc[e].cum, tc[s].cum);
+    fmpq_add(sum, sum, p->pair[s].c);
+    uint64_t key = mix(0, (uint64_t)tc[s].cls);
+    for (size_t h = 0; h < tc[s].nholes; h++) key = mix(key, rowof[tc[s].hole0 + h][j]->id);
+    int rc = 0;
+    for (key |= 1;; key += 2) { /* keys are not 0 */
+        uintptr_t f = (uintptr_t)ch_map_get(&en->at, key);
+        if (!f) break;
+        size_t r = en->rep[f - 1];
+        if (tc[r].cls == tc[s].cls && same_rows(tc, rowof, r, s, j)) {
+            fmpq_add(en->c + f - 1, en->c + f - 1, sum);
+            goto out;
+        }
+    }
+    /* (a zero is kept: the class is not differentiated again) */
+    if (!(en->d[en->ne] = deriv(lf->ctx, p->pair[s].e, y))) {
+        rc = -1;
+        goto out;
+    }
+    fmpq_init(en->c + en->ne);
+    fmpq_swap(en->c + en->ne, sum);
+    en->rep[en->ne++] = s;
+    if (ch_map_put(&en->at, key, (void *)(uintptr_t)en->ne)) {
+        ch_ctx_fail(lf->ctx, CH_ERR_MEMORY, "out of memory");
+        rc = -1;
+    }
+out:
+    fmpq_clear(sum);
+    return rc;
+}
+
 /* d p / d syms[j] for a momentum p classified into tc (rowof: the row of
  * each form in lf->holes), through the dmode of one entry (x: its top
- * level). */
+ * level). A class is walked member by member comparing rows; each run of
+ * equal rows costs one entry lookup. */
 static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_class *tc,
                                     size_t j, const dmode *x,
                                     const ch_expr *const *const *rowof)
 {
     ch_ctx *ctx = lf->ctx;
-    size_t T = p->n, ne = 0;
-    const ch_expr **d = malloc(T * sizeof *d);
-    fmpq *c = malloc(T * sizeof *c);
-    size_t *rep = malloc(T * sizeof *rep);
-    ch_map at; /* key (class, rows at j) -> entry + 1 */
-    ch_map_init(&at);
+    size_t T = p->n;
+    entries en = {malloc(T * sizeof *en.d), malloc(T * sizeof *en.c),
+                  malloc(T * sizeof *en.rep), 0, {0}};
     const ch_expr *r = NULL;
-    if (!d || !c || !rep) {
+    if (!en.d || !en.c || !en.rep) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         goto out;
     }
     dmode y = *x;
     y.shallow--; /* the terms are one level below p */
     for (size_t t = 0; t < T; t++) {
-        const ch_expr *e = p->pair[t].e;
-        if (!ch_mask_meets(&e->symmask, &x->mask)) continue;
-        uint64_t key = 0;
-        size_t k = ne;
-        if (tc[t].cls >= 0) {
-            key = mix(0, (uint64_t)tc[t].cls);
-            for (size_t h = 0; h < tc[t].nholes; h++)
-                key = mix(key, rowof[tc[t].hole0 + h][j]->id);
-            for (key |= 1;; key += 2) { /* keys are not 0 */
-                uintptr_t f = (uintptr_t)ch_map_get(&at, key);
-                if (!f) break;
-                if (tc[rep[f - 1]].cls == tc[t].cls && same_rows(tc, rowof, rep[f - 1], t, j)) {
-                    k = f - 1;
-                    break;
-                }
-            }
-        }
-        if (k < ne) { /* a member of a class seen: its coefficient only */
-            fmpq_add(c + k, c + k, p->pair[t].c);
+        if (tc[t].cls < 0) { /* alone */
+            const ch_expr *e = p->pair[t].e;
+            if (!ch_mask_meets(&e->symmask, &x->mask)) continue;
+            if (!(en.d[en.ne] = deriv(ctx, e, &y))) goto out;
+            fmpq_init(en.c + en.ne);
+            fmpq_set(en.c + en.ne++, p->pair[t].c);
             continue;
         }
-        /* (a zero is kept: its class is not differentiated again) */
-        if (!(d[ne] = deriv(ctx, e, &y))) goto out;
-        fmpq_init(c + ne);
-        fmpq_set(c + ne, p->pair[t].c);
-        rep[ne++] = t;
-        if (tc[t].cls >= 0 && ch_map_put(&at, key, (void *)(uintptr_t)ne)) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            goto out;
+        if ((size_t)tc[t].cls != t) continue; /* walked from its first member */
+        size_t s = t;
+        for (size_t m = t;; ) {
+            int nx = tc[m].next;
+            if (nx >= 0 && same_rows(tc, rowof, s, (size_t)nx, j)) {
+                m = (size_t)nx;
+                continue;
+            }
+            if (add_run(lf, p, tc, rowof, j, &y, &en, s, m)) goto out;
+            if (nx < 0) break;
+            s = m = (size_t)nx;
         }
     }
-    r = ch_lincomb(ctx, NULL, ne, c, d);
+    r = ch_lincomb(ctx, NULL, en.ne, en.c, en.d);
 out:
-    for (size_t k = 0; k < ne; k++) fmpq_clear(c + k);
-    ch_map_free(&at);
-    free(d);
-    free(c);
-    free(rep);
+    for (size_t k = 0; k < en.ne; k++) fmpq_clear(en.c + k);
+    ch_map_free(&en.at);
+    free(en.d);
+    free(en.c);
+    free(en.rep);
     return r;
+}
+
+static term_class *tc_new(size_t n)
+{
+    term_class *tc = malloc((n + 1) * sizeof *tc);
+    for (size_t t = 0; tc && t < n; t++) fmpq_init(tc[t].cum);
+    return tc;
+}
+
+static void tc_free(term_class *tc, size_t n)
+{
+    for (size_t t = 0; tc && t < n; t++) fmpq_clear(tc[t].cum);
+    free(tc);
 }
 
 int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
@@ -594,15 +655,16 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
     ch_map_init(&lf.forms);
     int rc = n > 1 && ch_sym_finder_init(ctx, &lf.vel, n, syms) ? -1 : 0;
     term_class *tc = NULL;
+    size_t ntc = 0;
     const ch_expr ***rowof = NULL;
     for (size_t i = 0; i < n && !rc; i++) {
         int by_class = n > 1 && e[i] && e[i]->kind == CH_ADD && e[i]->n >= CLASS_MIN_TERMS;
         if (by_class) {
-            free(tc);
+            tc_free(tc, ntc);
             free(rowof);
-            tc = malloc(e[i]->n * sizeof *tc);
             rowof = NULL;
-            if (!tc || classify(&lf, e[i], tc)
+            ntc = e[i]->n;
+            if (!(tc = tc_new(ntc)) || classify(&lf, e[i], tc)
                 || !(rowof = malloc((lf.nholes + 1) * sizeof *rowof))) {
                 if (!ch_ctx_error(ctx)->code) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
                 rc = -1;
@@ -629,7 +691,7 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
             }
         }
     }
-    free(tc);
+    tc_free(tc, ntc);
     free(rowof);
     for (size_t k = 0; k < lf.nrows; k++) free(lf.rows[k]);
     free(lf.rows);

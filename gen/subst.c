@@ -276,12 +276,23 @@ static int finder_leaf(const ch_sym_finder *f, const ch_expr *e)
     return (int)e->sym->kind == f->kind;
 }
 
+/* The answer for x without a walk (1 or 0), or -1. */
+static int finder_known(const ch_sym_finder *f, const ch_expr *x)
+{
+    if (!ch_mask_meets(&x->symmask, &f->mask) || x->kind == CH_NUM) return 0;
+    if (x->kind == CH_SYM) return finder_leaf(f, x);
+    uintptr_t v = (uintptr_t)ch_map_get(f->memo, x->id);
+    return v ? v == 2 : -1;
+}
+
 /* Iterative depth-first search (DAGs can be deep): a node is decided when
  * all its children are, or as soon as one child says yes. */
 int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
 {
     if (!e || !f->memo) return 0;
     if (!f->set) kind_mask_update(ctx, f);
+    int known = finder_known(f, e);
+    if (known >= 0) return known; /* most questions: no stack needed */
     size_t cap = 64, top = 0;
     struct frame { const ch_expr *e; uint32_t next; } *st = malloc(cap * sizeof *st);
     if (!st) goto oom;
@@ -290,14 +301,7 @@ int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
     while (top) {
         struct frame *fr = &st[top - 1];
         const ch_expr *x = fr->e;
-        int yes = -1; /* -1: not decided yet */
-        if (!ch_mask_meets(&x->symmask, &f->mask)) yes = 0;
-        else if (x->kind == CH_SYM) yes = finder_leaf(f, x);
-        else if (x->kind == CH_NUM) yes = 0;
-        else {
-            uintptr_t v = (uintptr_t)ch_map_get(f->memo, x->id);
-            if (v) yes = v == 2;
-        }
+        int yes = finder_known(f, x); /* -1: not decided yet */
         if (yes < 0) {
             uint32_t nc = (x->kind == CH_ADD || x->kind == CH_MUL || x->kind == CH_FUN
                            || x->kind == CH_POW) ? x->n : 0;
@@ -309,13 +313,7 @@ int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
                     fr->next++;
                     continue;
                 }
-                int cy = -1;
-                if (!ch_mask_meets(&c->symmask, &f->mask) || c->kind == CH_NUM) cy = 0;
-                else if (c->kind == CH_SYM) cy = finder_leaf(f, c);
-                else {
-                    uintptr_t v = (uintptr_t)ch_map_get(f->memo, c->id);
-                    if (v) cy = v == 2;
-                }
+                int cy = finder_known(f, c);
                 if (cy < 0) break; /* descend */
                 if (cy) {
                     yes = 1;
