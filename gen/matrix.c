@@ -81,6 +81,7 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
         if (!finite) continue;
         int r = rank_d(val, rows, cols);
         if (r > best) best = r;
+        if ((size_t)best == (rows < cols ? rows : cols)) break; /* no point gives more */
     }
     free(sym);
     free(val);

@@ -19,7 +19,8 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 /* Numerical rank of a rows x cols symbolic matrix: the largest rank seen
  * over `points` random points (every symbol uniform in +-[0.5, 1.5], all
  * positive at odd points, fixed seed; points where an entry is not finite
- * are skipped). -1 when no point gave finite values. */
+ * are skipped; a full rank ends the search). -1 when no point gave finite
+ * values. */
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
                     const ch_expr *const *a, int points);
 
