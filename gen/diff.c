@@ -343,7 +343,6 @@ static uint64_t hash_q(const fmpq_t q)
 
 static int has_vel(lforms *lf, const ch_expr *e)
 {
-    if (!ch_mask_meets(&e->symmask, &lf->vel.mask)) return 0;
     int r = ch_sym_finder_has(lf->ctx, &lf->vel, e);
     if (r < 0) lf->failed = 1;
     return r > 0;
