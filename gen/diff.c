@@ -318,10 +318,8 @@ typedef struct {
     size_t n;
     const ch_expr *const *syms;
     ch_sym_finder vel;  /* exact: masks alias beyond 256 symbols */
-    ch_map forms;       /* node id -> its row of n derivatives, or NOT_FORM */
-    const ch_expr ***rows;
-    size_t nrows, caprows;
-    const ch_expr **holes; /* forms of the current momentum's terms */
+    ch_map forms;       /* node id -> its row of n derivatives (owned), or NOT_FORM */
+    const ch_expr ***holes; /* rows of the forms of the current momentum's terms */
     size_t nholes, capholes;
     int failed;
 } lforms;
@@ -373,19 +371,14 @@ static const ch_expr **form_row(lforms *lf, const ch_expr *e)
     int form = 1;
     for (uint32_t k = 0; k < e->n && form; k++)
         form = !has_vel(lf, e->pair[k].e) || vel_monomial(lf, e->pair[k].e);
-    if (form && lf->nrows == lf->caprows) {
-        size_t cap = lf->caprows ? 2 * lf->caprows : 64;
-        const ch_expr ***r = realloc(lf->rows, cap * sizeof *r);
-        if (!r) form = 0, lf->failed = 1;
-        else lf->rows = r, lf->caprows = cap;
-    }
     if (form && !(row = malloc(lf->n * sizeof *row))) form = 0, lf->failed = 1;
     for (size_t j = 0; form && j < lf->n; j++)
         if (!(row[j] = ch_diff(lf->ctx, e, lf->syms[j]))) lf->failed = 1;
-    if (form) lf->rows[lf->nrows++] = row;
-    else free(row);
-    if (ch_map_put(&lf->forms, e->id, form ? (void *)row : (void *)NOT_FORM))
+    if (ch_map_put(&lf->forms, e->id, form ? (void *)row : (void *)NOT_FORM)) {
+        free(row);
         lf->failed = 1;
+        return NULL;
+    }
     return form ? row : NULL;
 }
 
@@ -402,27 +395,30 @@ static int linear_factor(lforms *lf, const ch_expr *e)
     return dep >= 0 && fmpq_is_one(e->pair[dep].c) ? dep : -1;
 }
 
-static int push_hole(lforms *lf, const ch_expr *e)
+static void push_hole(lforms *lf, const ch_expr **row)
 {
     if (lf->nholes == lf->capholes) {
         size_t cap = lf->capholes ? 2 * lf->capholes : 64;
-        const ch_expr **h = realloc(lf->holes, cap * sizeof *h);
-        if (!h) return lf->failed = 1, -1;
+        const ch_expr ***h = realloc(lf->holes, cap * sizeof *h);
+        if (!h) {
+            lf->failed = 1;
+            return;
+        }
         lf->holes = h;
         lf->capholes = cap;
     }
-    lf->holes[lf->nholes++] = e;
-    return 0;
+    lf->holes[lf->nholes++] = row;
 }
 
-/* The skeleton's hash: e with its linear forms (pushed to lf->holes in
- * walk order) as holes; anything not linear in them is a leaf compared as
- * a node. */
+/* The skeleton's hash: e with its linear forms as holes (their rows
+ * pushed to lf->holes in walk order); anything not linear in them is a
+ * leaf compared as a node. */
 static uint64_t skeleton(lforms *lf, const ch_expr *e, uint64_t h)
 {
     if (!has_vel(lf, e)) return mix(h, e->id);
-    if (form_row(lf, e)) {
-        push_hole(lf, e);
+    const ch_expr **row = form_row(lf, e);
+    if (row) {
+        push_hole(lf, row);
         return mix(h, 1);
     }
     if (e->kind == CH_ADD) {
@@ -514,11 +510,10 @@ static int classify(lforms *lf, const ch_expr *p, term_class *tc)
 
 /* Whether terms s and t (of one class) have equal derivatives by syms[j]:
  * their forms have. */
-static int same_rows(const term_class *tc, const ch_expr *const *const *rowof,
-                     size_t s, size_t t, size_t j)
+static int same_rows(const lforms *lf, const term_class *tc, size_t s, size_t t, size_t j)
 {
     for (size_t h = 0; h < tc[s].nholes; h++)
-        if (rowof[tc[s].hole0 + h][j] != rowof[tc[t].hole0 + h][j]) return 0;
+        if (lf->holes[tc[s].hole0 + h][j] != lf->holes[tc[t].hole0 + h][j]) return 0;
     return 1;
 }
 
@@ -535,22 +530,21 @@ typedef struct {
 /* Adds the run of class members from s to e (consecutive in the class,
  * equal rows at j): a new entry differentiates s, a known one adds the
  * run's coefficients. -1 on failure. */
-static int add_run(lforms *lf, const ch_expr *p, const term_class *tc,
-                   const ch_expr *const *const *rowof, size_t j, const dmode *y,
-                   entries *en, size_t s, size_t e)
+static int add_run(lforms *lf, const ch_expr *p, const term_class *tc, size_t j,
+                   const dmode *y, entries *en, size_t s, size_t e)
 {
     fmpq_t sum; /* cum(e) - cum(s) + c(s) */
     fmpq_init(sum);
     fmpq_sub(sum, tc[e].cum, tc[s].cum);
     fmpq_add(sum, sum, p->pair[s].c);
     uint64_t key = mix(0, (uint64_t)tc[s].cls);
-    for (size_t h = 0; h < tc[s].nholes; h++) key = mix(key, rowof[tc[s].hole0 + h][j]->id);
+    for (size_t h = 0; h < tc[s].nholes; h++) key = mix(key, lf->holes[tc[s].hole0 + h][j]->id);
     int rc = 0;
     for (key |= 1;; key += 2) { /* keys are not 0 */
         uintptr_t f = (uintptr_t)ch_map_get(&en->at, key);
         if (!f) break;
         size_t r = en->rep[f - 1];
-        if (tc[r].cls == tc[s].cls && same_rows(tc, rowof, r, s, j)) {
+        if (tc[r].cls == tc[s].cls && same_rows(lf, tc, r, s, j)) {
             fmpq_add(en->c + f - 1, en->c + f - 1, sum);
             goto out;
         }
@@ -572,13 +566,11 @@ out:
     return rc;
 }
 
-/* d p / d syms[j] for a momentum p classified into tc (rowof: the row of
- * each form in lf->holes), through the dmode of one entry (x: its top
- * level). A class is walked member by member comparing rows; each run of
+/* d p / d syms[j] for a momentum p classified into tc, through the dmode
+ * of one entry (x: its top level). A class is walked member by member comparing rows; each run of
  * equal rows costs one entry lookup. */
 static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_class *tc,
-                                    size_t j, const dmode *x,
-                                    const ch_expr *const *const *rowof)
+                                    size_t j, const dmode *x)
 {
     ch_ctx *ctx = lf->ctx;
     size_t T = p->n;
@@ -604,11 +596,11 @@ static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_cla
         size_t s = t;
         for (size_t m = t;; ) {
             int nx = tc[m].next;
-            if (nx >= 0 && same_rows(tc, rowof, s, (size_t)nx, j)) {
+            if (nx >= 0 && same_rows(lf, tc, s, (size_t)nx, j)) {
                 m = (size_t)nx;
                 continue;
             }
-            if (add_run(lf, p, tc, rowof, j, &y, &en, s, m)) goto out;
+            if (add_run(lf, p, tc, j, &y, &en, s, m)) goto out;
             if (nx < 0) break;
             s = m = (size_t)nx;
         }
@@ -656,22 +648,16 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
     int rc = n > 1 && ch_sym_finder_init(ctx, &lf.vel, n, syms) ? -1 : 0;
     term_class *tc = NULL;
     size_t ntc = 0;
-    const ch_expr ***rowof = NULL;
     for (size_t i = 0; i < n && !rc; i++) {
         int by_class = n > 1 && e[i] && e[i]->kind == CH_ADD && e[i]->n >= CLASS_MIN_TERMS;
         if (by_class) {
             tc_free(tc, ntc);
-            free(rowof);
-            rowof = NULL;
             ntc = e[i]->n;
-            if (!(tc = tc_new(ntc)) || classify(&lf, e[i], tc)
-                || !(rowof = malloc((lf.nholes + 1) * sizeof *rowof))) {
+            if (!(tc = tc_new(ntc)) || classify(&lf, e[i], tc)) {
                 if (!ch_ctx_error(ctx)->code) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
                 rc = -1;
                 break;
             }
-            for (size_t h = 0; h < lf.nholes; h++)
-                rowof[h] = ch_map_get(&lf.forms, lf.holes[h]->id);
         }
         for (size_t j = i; j < n; j++) {
             ch_map_init(&local);
@@ -680,8 +666,7 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
             ch_mask_add(&d.mask, syms[j]->sym->sid);
             const ch_expr *r = !e[i] ? NULL
                                : !ch_mask_meets(&e[i]->symmask, &d.mask) ? ch_zero(ctx)
-                               : by_class ? diff_by_class(&lf, e[i], tc, j, &d,
-                                                          (const ch_expr *const *const *)rowof)
+                               : by_class ? diff_by_class(&lf, e[i], tc, j, &d)
                                           : deriv(ctx, e[i], &d);
             ch_map_free(&local);
             out[i * n + j] = out[j * n + i] = r;
@@ -692,9 +677,9 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
         }
     }
     tc_free(tc, ntc);
-    free(rowof);
-    for (size_t k = 0; k < lf.nrows; k++) free(lf.rows[k]);
-    free(lf.rows);
+    for (size_t k = 0; k < lf.forms.cap; k++) /* the rows */
+        if (lf.forms.slot[k].key && lf.forms.slot[k].val != (void *)NOT_FORM)
+            free(lf.forms.slot[k].val);
     free(lf.holes);
     ch_map_free(&lf.forms);
     ch_map_free(&prod);
