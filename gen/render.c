@@ -38,7 +38,10 @@ static void drain(const writer *w)
  * astronomically large (shared subexpressions printed again and again).
  * Beyond this many tree nodes an expression is not written out: text and
  * LaTeX say so, JSON and SymPy give null/None. emit writes such quantities
- * with shared temporaries instead. */
+ * with shared temporaries instead. The note gives no size of the DAG:
+ * counting it walks the whole DAG of every such entry, and on the
+ * n-trailer those walks grew as N^3 (the 200-trailer's text derive spent
+ * half its time on them). */
 #define PRINT_MAX_TREE 200000
 
 static int printable(const ch_expr *e)
@@ -55,9 +58,9 @@ static void put_expr(const writer *w, const ch_expr *e, ch_style style)
         return;
     }
     const char *fmt = style == CH_STYLE_LATEX
-                          ? "\\text{(too large to print: over %d terms written out; %zu distinct subexpressions)}"
-                          : "(too large to print: over %d terms written out; %zu distinct subexpressions)";
-    ch_buf_printf(o, fmt, PRINT_MAX_TREE, ch_dag_size(e));
+                          ? "\\text{(too large to print: over %d terms written out; see emit)}"
+                          : "(too large to print: over %d terms written out; see emit)";
+    ch_buf_printf(o, fmt, PRINT_MAX_TREE);
 }
 
 static const char *verdict_word(int v)

@@ -151,7 +151,7 @@ static int in_distribution(ch_ctx *ctx, const ch_derivation *d,
  * velocities that cancel only after expansion; e itself otherwise. */
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
-    if (!e || ch_dag_size(e) > SIMPLIFY_MAX_NODES) return e;
+    if (!e || ch_dag_size_capped(e, SIMPLIFY_MAX_NODES) > SIMPLIFY_MAX_NODES) return e;
     const ch_expr *s = ch_simplify(ctx, e);
     if (!s) ch_ctx_clear_error(ctx);
     return s ? s : e;

@@ -104,7 +104,7 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
         ch_ctx_clear_error(ctx);
         return e;
     }
-    return ch_dag_size(s) <= size ? s : e;
+    return ch_dag_size_capped(s, size) <= size ? s : e;
 }
 
 static int tidy_all(ch_ctx *ctx, size_t n, const ch_expr **v)
