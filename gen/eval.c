@@ -476,6 +476,23 @@ static int classify(const arb_t v, slong prec)
     return mag_cmp_2exp_si(arb_radref(v), -(prec / 2)) < 0;
 }
 
+/* The precision for evaluating again an enclosure v that came out wide at
+ * cur bits. Rounding errors scale as 2^-cur, so the bits v lacks (its
+ * radius over the 2^-(prec/2) of classify) plus a margin settle them;
+ * a long chain loses a few hundred bits, and a fixed 4 * prec paid for
+ * bits it did not need (the 200-trailer's identity test then ran at 1024
+ * bits). At most 4 * prec, which is also the answer for an infinite
+ * radius; a multiple of 64 (whole limbs). */
+static slong retry_prec(const arb_t v, slong prec, slong cur)
+{
+    if (!mag_is_finite(arb_radref(v))) return 4 * prec;
+    double lack = mag_get_d_log2_approx(arb_radref(v)) + prec / 2.0;
+    double want = cur + (lack > 0 ? lack : 0) + 32;
+    if (!(want < 4 * prec)) return 4 * prec;
+    slong p = ((slong)want + 63) / 64 * 64;
+    return p > cur ? p : cur + 64;
+}
+
 ch_zero_result ch_zero_test(ch_ctx *ctx, const ch_expr *e, ch_sampler sampler,
                             void *data, int points)
 {
@@ -509,20 +526,29 @@ ch_zero_result ch_zero_test_on(ch_ctx *ctx, const ch_expr *symbolic,
     /* every evaluated point must give a tight enclosure of 0 for YES; one
      * enclosure excluding 0 is a NO; anything else stays UNKNOWN */
     int tight = 0, positive = 0;
+    /* the evaluation's precision: raised for the later points once one
+     * needed more bits (the points of one test are alike) */
+    slong ep = prec;
     for (int attempt = 0; r.points < points && attempt < 4 * points; attempt++) {
         /* defaults first, so symbols a sampler does not set still get a
          * value */
         default_point(ctx, rnd, sv, ns, positive, prec);
         if (sampler && sampler(data, rnd, sv, prec)) continue;
-        if (ch_eval_arb(ctx, v, e, sv, prec)) {
+        if (ch_eval_arb(ctx, v, e, sv, ep)) {
             /* undefined here: alternate mixed-sign and positive points */
             if (!sampler) positive = !positive;
             continue;
         }
         int cls = classify(v, prec);
-        if (cls == 0 && !ch_eval_arb(ctx, w, e, sv, 4 * prec)) {
-            arb_swap(v, w); /* cancellation: more bits may settle it */
+        /* cancellation: more bits may settle it; first as many as v
+         * lacks, then 4 * prec (a radius that is the sample's own, not
+         * rounding, does not shrink) */
+        for (slong p = ep; cls == 0 && p < 4 * prec;) {
+            p = p == ep ? retry_prec(v, prec, p) : 4 * prec;
+            if (ch_eval_arb(ctx, w, e, sv, p)) break;
+            arb_swap(v, w);
             cls = classify(v, prec);
+            if (cls == 1) ep = p;
         }
         r.points++;
         double m = fabs(mid_d(v));

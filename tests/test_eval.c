@@ -334,8 +334,8 @@ static void test_zero_unknown(void)
     r = ch_zero_test(ctx, e, NULL, NULL, 0);
     CHECK(r.verdict == CH_ZERO_UNKNOWN && r.symbolic == 0 && r.points == 8);
     CHECK(!r.have_witness);
-    /* at ~10^217 the 256-bit enclosures are too wide but the retry with
-     * 1024 bits settles them */
+    /* at ~10^217 the 256-bit enclosures are too wide but a retry with
+     * the bits they lack (at most 1024) settles them */
     u = mul(n(100), pw(x, 2));
     e = sub(fn(CH_F_EXP, add(u, n(100))), mul(fn(CH_F_EXP, n(100)), fn(CH_F_EXP, u)));
     r = ch_zero_test(ctx, e, NULL, NULL, 0);
