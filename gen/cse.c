@@ -39,6 +39,7 @@
  * deterministic. Statements are printed depth first from the outputs
  * (print_order) and the operations are counted on what is printed. */
 #include "cse.h"
+#include "mem.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -81,7 +82,7 @@ typedef struct {
     double created;  /* operations of the values created since reset */
     uint32_t zero;   /* the number 0 (factoring finds cancelling terms) */
     char *chunk;     /* the current chunk of values (a list through its head) */
-    size_t chunk_size, used;
+    size_t chunk_size, used, chunks_bytes;
     /* the DAG nodes reachable from the outputs, numbered children first
      * (the traversal order of the original recursive visit) */
     uint32_t *lid;   /* node id -> its number + 1 (0: not reachable) */
@@ -213,7 +214,7 @@ static int node_equal(const node *a, int kind, const char *fn, const char *text,
 static int tab_grow(cse *s)
 {
     size_t cap = s->tabcap ? 2 * s->tabcap : 1024;
-    slot *t = calloc(cap, sizeof *t);
+    slot *t = ch_mem_alloc(cap * sizeof *t);
     if (!t) return -1;
     for (size_t i = 0; s->tab && i < s->tabcap; i++)
         if (s->tab[i].v) {
@@ -221,21 +222,26 @@ static int tab_grow(cse *s)
             while (t[j].v) j = (j + 1) & (cap - 1);
             t[j] = s->tab[i];
         }
-    free(s->tab);
+    ch_mem_free(s->tab, s->tabcap * sizeof *s->tab);
     s->tab = t;
     s->tabcap = cap;
     return 0;
 }
 
-/* Values live in chunks freed together at the end (no piecemeal frees). */
+/* Values live in chunks freed together at the end (no piecemeal frees).
+ * A chunk starts with the previous chunk and its own size; past the first
+ * few, chunks are 2 MB huge pages (mem.h). */
 static void *arena_alloc(cse *s, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (!s->chunk || s->used + size > s->chunk_size) {
-        size_t cs = size > 65536 - 16 ? size + 16 : 65536;
-        char *c = malloc(cs);
+        size_t cs = s->chunks_bytes >= ((size_t)1 << 18) ? CH_MEM_HUGE : 65536;
+        if (size > cs - 16) cs = size + 16;
+        char *c = ch_mem_alloc(cs);
         if (!c) return NULL;
-        *(char **)c = s->chunk; /* the chunks form a list */
+        memcpy(c, &s->chunk, sizeof s->chunk); /* the chunks form a list */
+        memcpy(c + sizeof s->chunk, &cs, sizeof cs);
+        s->chunks_bytes += cs;
         s->chunk = c;
         s->chunk_size = cs;
         s->used = 16;
@@ -266,7 +272,7 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
     }
     if (s->nn == s->capn) {
         uint32_t cap = s->capn ? 2 * s->capn : 1024;
-        node **v = realloc(s->nd, cap * sizeof *v);
+        node **v = ch_mem_resize(s->nd, s->capn * sizeof *v, cap * sizeof *v);
         if (!v) {
             oom(s);
             return 0;
@@ -792,7 +798,7 @@ static const ch_expr *kid(const ch_expr *e, uint32_t i)
 static void reach(cse *s, size_t n, const ch_expr *const *outs)
 {
     s->nlid = ch_ctx_nnodes(s->ctx) + 1;
-    s->lid = calloc(s->nlid, sizeof *s->lid);
+    s->lid = ch_mem_alloc(s->nlid * sizeof *s->lid);
     typedef struct {
         const ch_expr *e;
         uint32_t i;
@@ -2347,13 +2353,16 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
             for (uint32_t j = 0; j < a->n; j++) fmpq_clear(a->c + j);
     }
     while (s.chunk) {
-        char *next = *(char **)s.chunk;
-        free(s.chunk);
+        char *next;
+        size_t cs;
+        memcpy(&next, s.chunk, sizeof next);
+        memcpy(&cs, s.chunk + sizeof next, sizeof cs);
+        ch_mem_free(s.chunk, cs);
         s.chunk = next;
     }
-    free(s.nd);
-    free(s.tab);
-    free(s.lid);
+    ch_mem_free(s.nd, s.capn * sizeof *s.nd);
+    ch_mem_free(s.tab, s.tabcap * sizeof *s.tab);
+    ch_mem_free(s.lid, s.nlid * sizeof *s.lid);
     free(s.post);
     free(s.lval);
     free(s.negc);

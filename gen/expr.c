@@ -6,8 +6,8 @@
  * context's table and created only when absent. Children are always
  * interned before their parents, so structural equality of a candidate is a
  * shallow comparison (kinds, coefficients, child pointers). */
-#define _DEFAULT_SOURCE /* mmap flags and madvise under -std=c11 */
 #include "expr.h"
+#include "mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +19,6 @@
 typedef struct chunk {
     struct chunk *next;
     size_t size, used;
-    int mapped; /* from map_huge: munmap, not free */
     max_align_t data[];
 } chunk;
 
@@ -41,88 +40,15 @@ struct ch_ctx {
     const ch_expr *zero, *one;
 };
 
+/* Chunks and the zeroed tables (maps, the intern table) are mem.h blocks.
+ * Past HUGE_AFTER bytes of arena, chunks are 2 MB huge pages: a large
+ * derivation fills megabytes of nodes and probes its tables at random,
+ * once per node made or looked up (the 200-trailer's derive took 0.7
+ * times as long on huge pages as on 4 kB pages). */
 #define CHUNK_MIN (1u << 16)
-/* Past this much arena, chunks are 2 MB transparent huge pages where the
- * system offers them: a large derivation fills megabytes of nodes, and on
- * virtual machines a page fault per 4 kB page cost more than the work. */
 #define HUGE_AFTER (1u << 18)
-#define HUGE_SIZE (1u << 21)
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-/* len bytes (a multiple of 2 MB) of zeroed memory, 2 MB aligned and
- * advised as huge pages, or NULL where the system has no such advice or
- * mapping fails. */
-static void *map_aligned(size_t len)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    /* map 2 MB more and trim both ends to the aligned len */
-    size_t all = len + HUGE_SIZE;
-    char *p = mmap(NULL, all, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    char *a = (char *)(((uintptr_t)p + HUGE_SIZE - 1) & ~(uintptr_t)(HUGE_SIZE - 1));
-    if (a > p) munmap(p, (size_t)(a - p));
-    if (a + len < p + all) munmap(a + len, (size_t)(p + all - (a + len)));
-    madvise(a, len, MADV_HUGEPAGE); /* advice only: fine if refused */
-    return a;
-#else
-    (void)len;
-    return NULL;
-#endif
-}
-
-/* A 2 MB aligned chunk advised as a huge page, or NULL (then malloc). */
-static chunk *map_huge(void)
-{
-    chunk *c = map_aligned(HUGE_SIZE);
-    if (!c) return NULL;
-    c->size = HUGE_SIZE - sizeof(chunk);
-    c->mapped = 1;
-    return c;
-}
-
-/* Zeroed tables (maps, the intern table): from 2 MB on, where the system
- * offers huge pages, a mapping advised as such, as for the arena. A large
- * derivation probes tables of hundreds of megabytes at random, once per
- * node made or looked up; with 4 kB pages nearly every probe also misses
- * the TLB, and each page costs a fault (the 200-trailer's derive took
- * 0.7 times as long). The size alone decides how a table is freed. */
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-#define TABLE_MAPPED(size) ((size) >= HUGE_SIZE)
-#else
-#define TABLE_MAPPED(size) 0
-#endif
-
-static size_t huge_round(size_t size) { return (size + HUGE_SIZE - 1) & ~(size_t)(HUGE_SIZE - 1); }
-
-static void *table_alloc(size_t size)
-{
-    return TABLE_MAPPED(size) ? map_aligned(huge_round(size)) : calloc(1, size);
-}
-
-static void table_free(void *p, size_t size)
-{
-#if defined(__linux__)
-    if (p && TABLE_MAPPED(size)) {
-        munmap(p, huge_round(size));
-        return;
-    }
-#endif
-    free(p);
-}
-
-static void chunk_free(chunk *c)
-{
-#if defined(__linux__)
-    if (c->mapped) {
-        munmap(c, HUGE_SIZE);
-        return;
-    }
-#endif
-    free(c);
-}
+static void chunk_free(chunk *c) { ch_mem_free(c, sizeof(chunk) + c->size); }
 
 /* Arena memory with undefined contents: for nodes, which are copied over
  * whole at once (clearing them first showed up in profiles). */
@@ -141,14 +67,9 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
     chunk *c = ctx->chunks;
     if (!c || c->size - c->used < size) {
         size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
-        c = NULL;
-        if (ctx->arena >= HUGE_AFTER && size <= HUGE_SIZE - sizeof(chunk))
-            c = map_huge();
-        if (c) {
-            cap = c->size;
-        } else if ((c = malloc(sizeof(chunk) + cap))) {
-            c->mapped = 0;
-        }
+        if (ctx->arena >= HUGE_AFTER && size <= CH_MEM_HUGE - sizeof(chunk))
+            cap = CH_MEM_HUGE - sizeof(chunk);
+        c = ch_mem_alloc(sizeof(chunk) + cap);
         if (!c) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return NULL;
@@ -212,7 +133,7 @@ void ch_map_init(ch_map *m) { memset(m, 0, sizeof *m); }
 
 void ch_map_free(ch_map *m)
 {
-    table_free(m->slot, m->cap * sizeof *m->slot);
+    ch_mem_free(m->slot, m->cap * sizeof *m->slot);
     ch_map_init(m);
 }
 
@@ -229,7 +150,7 @@ void *ch_map_get(const ch_map *m, uint64_t key)
 static int map_grow(ch_map *m)
 {
     size_t cap = m->cap ? 2 * m->cap : 64;
-    ch_map_slot *slot = table_alloc(cap * sizeof *slot);
+    ch_map_slot *slot = ch_mem_alloc(cap * sizeof *slot);
     if (!slot) return -1;
     for (size_t j = 0; j < m->cap; j++) {
         if (!m->slot[j].key) continue;
@@ -237,7 +158,7 @@ static int map_grow(ch_map *m)
         while (slot[i].key) i = (i + 1) & (cap - 1);
         slot[i] = m->slot[j];
     }
-    table_free(m->slot, m->cap * sizeof *m->slot);
+    ch_mem_free(m->slot, m->cap * sizeof *m->slot);
     m->slot = slot;
     m->cap = cap;
     return 0;
@@ -301,7 +222,7 @@ void ch_ctx_free(ch_ctx *ctx)
             for (uint32_t j = 0; j < e->n; j++) fmpq_clear(e->pair[j].c);
     }
     free(ctx->nodes);
-    table_free(ctx->table, ctx->tcap * sizeof *ctx->table);
+    ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
     free(ctx->syms);
     ch_map_free(&ctx->sym_by_hash);
     ch_map_free(&ctx->scaled);
@@ -378,7 +299,7 @@ static int node_equal(const ch_expr *a, const ch_expr *b)
 static int table_grow(ch_ctx *ctx)
 {
     size_t cap = ctx->tcap ? 2 * ctx->tcap : 1024;
-    ch_map_slot *t = table_alloc(cap * sizeof *t);
+    ch_map_slot *t = ch_mem_alloc(cap * sizeof *t);
     if (!t) return -1;
     for (size_t j = 0; j < ctx->tcap; j++) {
         if (!ctx->table[j].val) continue;
@@ -386,7 +307,7 @@ static int table_grow(ch_ctx *ctx)
         while (t[i].val) i = (i + 1) & (cap - 1);
         t[i] = ctx->table[j];
     }
-    table_free(ctx->table, ctx->tcap * sizeof *ctx->table);
+    ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
     ctx->table = t;
     ctx->tcap = cap;
     return 0;

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "expr.h"
+#include "mem.h"
 
 static ch_ctx *ctx;
 static const ch_expr *x, *y, *z;
@@ -259,6 +260,44 @@ static void test_long_sum_multiples(void)
     fmpq_clear(want);
 }
 
+/* Large blocks (mem.h): zeroed on both sides of the huge-page size, and a
+ * resize keeps the contents across it and zeroes what it adds. */
+static int all_zero(const unsigned char *p, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+static void test_mem_blocks(void)
+{
+    const size_t sizes[] = {1, 4096, CH_MEM_HUGE - 1, CH_MEM_HUGE, 3 * CH_MEM_HUGE + 5};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        unsigned char *p = ch_mem_alloc(n);
+        CHECK(p != NULL);
+        if (!p) continue;
+        CHECK(all_zero(p, 0, n));
+        for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i % 251 + 1);
+        size_t m = 2 * n + CH_MEM_HUGE / 3; /* grows across 2 MB for the small ones */
+        unsigned char *q = ch_mem_resize(p, n, m);
+        CHECK(q != NULL);
+        if (!q) {
+            ch_mem_free(p, n);
+            continue;
+        }
+        int same = 1;
+        for (size_t i = 0; i < n; i++) same &= q[i] == (unsigned char)(i % 251 + 1);
+        CHECK(same);
+        CHECK(all_zero(q, n, m));
+        unsigned char *r = ch_mem_resize(q, m, n / 2 + 1); /* and shrinks */
+        CHECK(r != NULL && r[0] == 1 && r[n / 2] == (unsigned char)(n / 2 % 251 + 1));
+        ch_mem_free(r ? r : q, r ? n / 2 + 1 : m);
+    }
+    ch_mem_free(NULL, CH_MEM_HUGE);
+    ch_mem_free(NULL, 1);
+}
+
 int main(void)
 {
     ctx = ch_ctx_new();
@@ -275,6 +314,7 @@ int main(void)
     RUN(test_symbol_sets);
     RUN(test_canonical_shuffle);
     RUN(test_long_sum_multiples);
+    RUN(test_mem_blocks);
     ch_ctx_free(ctx);
     return check_summary("test_expr");
 }
