@@ -172,7 +172,7 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
     ch_buf_printf(b, " */\nstatic void kn_%s(double t, const double *x, "
                      "const double *p, const double *v, double *o)\n{\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n", name);
-    ch_buf_put(b, prog->body.s ? prog->body.s : "");
+    ch_buf_putn(b, prog->body.s, prog->body.len); /* (no strlen of megabytes) */
     for (size_t i = 0; i < prog->n; i++) { /* (printf is slow for tens of thousands) */
         char num[24];
         size_t d = sizeof num;
@@ -634,7 +634,7 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
                      "    double ws[%zu];\n    int piv[%zu];\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n",
                   subst ? "G_d or M*" : "M*", e->fused ? "" : "const ", mi * mi + 1, mi + 1);
-    ch_buf_put(&e->kern, prog->body.s ? prog->body.s : "");
+    ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
     ch_buf_put(&e->kern, solve->s ? solve->s : "");
     ch_buf_put(&e->kern, "}\n\n");
 }
@@ -1274,7 +1274,7 @@ static void fun_acc(emitter *e)
         /* nothing is written */
     } else if (use == NUM) {
         e->fused = fused;
-        ch_buf_put(&e->kern, code.s ? code.s : "");
+        ch_buf_putn(&e->kern, code.s, code.len);
         opcount_add(&e->before, &vals.before);
         opcount_add(&e->after, &num);
     } else if (use == SUB) {
@@ -1675,8 +1675,8 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");
-        ch_buf_put(source, e.kern.s ? e.kern.s : "");
-        ch_buf_put(source, e.fun.s ? e.fun.s : "");
+        ch_buf_putn(source, e.kern.s, e.kern.len);
+        ch_buf_putn(source, e.fun.s, e.fun.len);
         if (header->oom || source->oom || e.kern.oom || e.fun.oom) {
             ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
             e.failed = 1;

@@ -342,7 +342,7 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
         if (g.use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g.k * g.k, g.k * g.w);
         ch_buf_put(code, "    (void)t; (void)x; (void)p; (void)v;\n");
         ch_buf_put(code, in->body ? in->body : "");
-        ch_buf_put(code, body.s ? body.s : "");
+        ch_buf_putn(code, body.s, body.len);
         ch_buf_put(code, "}\n\n");
         rc = body.oom || code->oom ? -1 : 0;
     }
