@@ -333,12 +333,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 32);
 }
 
-static uint64_t hash_q(const fmpq_t q)
-{
-    return mix(fmpz_fdiv_ui(fmpq_numref(q), 4294967291UL),
-               fmpz_fdiv_ui(fmpq_denref(q), 4294967291UL));
-}
-
 static int has_vel(lforms *lf, const ch_expr *e)
 {
     int r = ch_sym_finder_has(lf->ctx, &lf->vel, e);
@@ -424,14 +418,14 @@ static uint64_t skeleton(lforms *lf, const ch_expr *e, uint64_t h)
     if (e->kind == CH_ADD) {
         h = mix(mix(h, 2), e->n);
         for (uint32_t k = 0; k < e->n; k++)
-            h = skeleton(lf, e->pair[k].e, mix(h, hash_q(e->pair[k].c)));
-        return mix(h, hash_q(e->num));
+            h = skeleton(lf, e->pair[k].e, mix(h, ch_hash_q(e->pair[k].c)));
+        return mix(h, ch_hash_q(e->num));
     }
     int dep = e->kind == CH_MUL ? linear_factor(lf, e) : -1;
     if (dep < 0) return mix(mix(h, 3), e->id);
-    h = mix(mix(mix(h, 4), e->n), hash_q(e->num));
+    h = mix(mix(mix(h, 4), e->n), ch_hash_q(e->num));
     for (uint32_t k = 0; k < e->n; k++)
-        if ((int)k != dep) h = mix(mix(h, e->pair[k].e->id), hash_q(e->pair[k].c));
+        if ((int)k != dep) h = mix(mix(h, e->pair[k].e->id), ch_hash_q(e->pair[k].c));
     return skeleton(lf, e->pair[dep].e, h);
 }
 

@@ -263,7 +263,7 @@ static uint64_t hash_fmpz(const fmpz_t z)
                  ^ fmpz_bits(z));
 }
 
-static uint64_t hash_fmpq(const fmpq_t q)
+uint64_t ch_hash_q(const fmpq_t q)
 {
     return hash_fmpz(fmpq_numref(q)) * 31 + hash_fmpz(fmpq_denref(q));
 }
@@ -271,14 +271,14 @@ static uint64_t hash_fmpq(const fmpq_t q)
 static uint64_t node_hash(const ch_expr *e)
 {
     uint64_t h = mix64(((uint64_t)e->kind << 8 | e->fun) ^ (uint64_t)e->n << 16);
-    h = h * 1000003 ^ hash_fmpq(e->num);
+    h = h * 1000003 ^ ch_hash_q(e->num);
     if (e->sym) h = h * 1000003 ^ mix64(e->sym->sid + 1);
     for (int i = 0; i < 2; i++)
         if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
     if (e->kind == CH_ADD || e->kind == CH_MUL)
         for (uint32_t i = 0; i < e->n; i++)
             h = (h * 1000003 ^ mix64(e->pair[i].e->id)) * 31
-                ^ hash_fmpq(e->pair[i].c);
+                ^ ch_hash_q(e->pair[i].c);
     return h;
 }
 
@@ -847,7 +847,7 @@ static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum)
 {
     int memo = sum->n >= SCALE_MEMO_MIN && !fmpq_is_zero(c);
-    uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)hash_fmpq(c);
+    uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)ch_hash_q(c);
     const ch_expr *r = memo ? ch_map_get(&ctx->scaled, key) : NULL;
     if (r) {
         fmpq_t lead;

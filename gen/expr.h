@@ -240,6 +240,9 @@ void ch_sort_u64(uint64_t *x, size_t n);
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 /* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
 const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c);
+/* A hash of the value q (the one interning uses), for keys of side
+ * tables. */
+uint64_t ch_hash_q(const fmpq_t q);
 /* Number of distinct nodes reachable from e (DAG size). */
 size_t ch_dag_size(const ch_expr *e);
 /* min(ch_dag_size(e), cap + 1), visiting at most cap + 1 nodes: a size

@@ -16,10 +16,12 @@
 #define MAPPED(size) 0
 #endif
 
+#if defined(__linux__)
 static size_t huge_round(size_t size)
 {
     return (size + CH_MEM_HUGE - 1) & ~(CH_MEM_HUGE - 1);
 }
+#endif
 
 void *ch_mem_alloc(size_t size)
 {
