@@ -635,7 +635,7 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
                      "    (void)t; (void)x; (void)p; (void)v;\n",
                   subst ? "G_d or M*" : "M*", e->fused ? "" : "const ", mi * mi + 1, mi + 1);
     ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
-    ch_buf_put(&e->kern, solve->s ? solve->s : "");
+    ch_buf_putn(&e->kern, solve->s, solve->len);
     ch_buf_put(&e->kern, "}\n\n");
 }
 
