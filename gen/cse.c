@@ -237,7 +237,7 @@ static void *arena_alloc(cse *s, size_t size)
     if (!s->chunk || s->used + size > s->chunk_size) {
         size_t cs = s->chunks_bytes >= ((size_t)1 << 18) ? CH_MEM_HUGE : 65536;
         if (size > cs - 16) cs = size + 16;
-        char *c = ch_mem_alloc(cs);
+        char *c = ch_mem_alloc_raw(cs);
         if (!c) return NULL;
         memcpy(c, &s->chunk, sizeof s->chunk); /* the chunks form a list */
         memcpy(c + sizeof s->chunk, &cs, sizeof cs);

@@ -69,7 +69,7 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
         size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
         if (ctx->arena >= HUGE_AFTER && size <= CH_MEM_HUGE - sizeof(chunk))
             cap = CH_MEM_HUGE - sizeof(chunk);
-        c = ch_mem_alloc(sizeof(chunk) + cap);
+        c = ch_mem_alloc_raw(sizeof(chunk) + cap);
         if (!c) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return NULL;

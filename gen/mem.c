@@ -23,9 +23,10 @@ static size_t huge_round(size_t size)
 }
 #endif
 
-void *ch_mem_alloc(size_t size)
+/* A fresh mapping is zero: only small blocks differ between the two. */
+static void *alloc(size_t size, int zero)
 {
-    if (!MAPPED(size)) return calloc(1, size ? size : 1);
+    if (!MAPPED(size)) return zero ? calloc(1, size ? size : 1) : malloc(size ? size : 1);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     /* map 2 MB more and trim both ends to the aligned length */
     size_t len = huge_round(size), all = len + CH_MEM_HUGE;
@@ -42,6 +43,10 @@ void *ch_mem_alloc(size_t size)
 #endif
 }
 
+void *ch_mem_alloc(size_t size) { return alloc(size, 1); }
+
+void *ch_mem_alloc_raw(size_t size) { return alloc(size, 0); }
+
 void ch_mem_free(void *p, size_t size)
 {
     if (!p) return;
@@ -56,9 +61,15 @@ void ch_mem_free(void *p, size_t size)
 
 void *ch_mem_resize(void *p, size_t old, size_t size)
 {
-    void *q = ch_mem_alloc(size);
-    if (!q) return NULL;
-    if (p) memcpy(q, p, old < size ? old : size);
-    ch_mem_free(p, old);
+    size_t keep = p ? (old < size ? old : size) : 0;
+    char *q;
+    if (p && !MAPPED(old) && !MAPPED(size)) { /* both from malloc */
+        if (!(q = realloc(p, size ? size : 1))) return NULL;
+    } else {
+        if (!(q = alloc(size, 0))) return NULL;
+        if (keep) memcpy(q, p, keep);
+        ch_mem_free(p, old);
+    }
+    if (size > keep && !MAPPED(size)) memset(q + keep, 0, size - keep); /* (a mapping is zero) */
     return q;
 }

@@ -18,7 +18,10 @@
 /* size zeroed bytes (a mapping rounded up to whole 2 MB pages); NULL when
  * out of memory. */
 void *ch_mem_alloc(size_t size);
-/* Frees a block of ch_mem_alloc (NULL is fine). */
+/* The same with undefined contents (a small block is not cleared): for
+ * arenas, whose users write what they take. */
+void *ch_mem_alloc_raw(size_t size);
+/* Frees a block of ch_mem_alloc or ch_mem_alloc_raw (NULL is fine). */
 void ch_mem_free(void *p, size_t size);
 /* A block of size bytes that starts with the first min(old, size) bytes of
  * p, the rest zeroed; p is freed. NULL when out of memory (p is kept). */

@@ -1,6 +1,7 @@
 /* test_expr.c — canonical forms, interning, numbers, functions, limits. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "expr.h"
@@ -293,6 +294,15 @@ static void test_mem_blocks(void)
         unsigned char *r = ch_mem_resize(q, m, n / 2 + 1); /* and shrinks */
         CHECK(r != NULL && r[0] == 1 && r[n / 2] == (unsigned char)(n / 2 % 251 + 1));
         ch_mem_free(r ? r : q, r ? n / 2 + 1 : m);
+    }
+    /* raw blocks (arena chunks): usable to their last byte, freed alike */
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        unsigned char *p = ch_mem_alloc_raw(sizes[k]);
+        CHECK(p != NULL);
+        if (!p) continue;
+        memset(p, 7, sizes[k]);
+        CHECK(p[0] == 7 && p[sizes[k] - 1] == 7);
+        ch_mem_free(p, sizes[k]);
     }
     ch_mem_free(NULL, CH_MEM_HUGE);
     ch_mem_free(NULL, 1);
