@@ -14,18 +14,24 @@
 
 /* Which derivation: by the symbol x (partial), along a vector field (dir:
  * sid + 1 -> component, a symbol not in it maps to 0), or, with neither,
- * the total time derivative. mask: the symbols that can map to nonzero;
- * memo: node (and x) -> result. */
+ * the total time derivative. set: the symbols that can map to nonzero
+ * (NULL: every symbol); memo: node (and x) -> result. */
 typedef struct {
     const ch_expr *x;
     const ch_map *dir;
-    ch_mask mask;
+    const ch_symset *set;
     ch_map *memo;
     int shallow; /* levels below the root kept in `local`, not in memo */
     ch_map *local;
     ch_map *prod; /* (cofactor id, derivative id) -> their product, or NULL */
     ch_map *near; /* a small copy of what is read from memo, or NULL */
 } dmode;
+
+/* Can e depend on what x differentiates by? (Exact: e's symbols.) */
+static int depends(const ch_expr *e, const dmode *x)
+{
+    return x->set ? ch_symset_meets(e->symset, x->set) : e->symset->n != 0;
+}
 
 /* memo lookup through the small map `near` when there is one: the mass
  * matrix reads the same few entries (derivatives of the inner sums by each
@@ -97,7 +103,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     /* one factor b (exponent 1) depends on x: d e = cofactor * b' */
     uint32_t dep = e->n, ndep = 0;
     for (uint32_t i = 0; i < e->n && ndep < 2; i++)
-        if (ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) {
+        if (depends(e->pair[i].e, x)) {
             dep = i;
             ndep++;
         }
@@ -125,7 +131,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     }
     size_t n = 0;
     for (uint32_t i = 0; i < e->n; i++) {
-        if (!ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) continue;
+        if (!depends(e->pair[i].e, x)) continue;
         const ch_expr *db = deriv(ctx, e->pair[i].e, x);
         if (!db) {
             free(terms);
@@ -158,7 +164,7 @@ static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
      * all pass through the linear combination */
     size_t nt = 0;
     for (uint32_t i = 0; i < e->n; i++) {
-        if (!ch_mask_meets(&e->pair[i].e->symmask, &x->mask)) continue;
+        if (!depends(e->pair[i].e, x)) continue;
         const ch_expr *d = deriv(ctx, e->pair[i].e, x);
         if (d && ch_is_zero(d)) continue;
         terms[nt] = d;
@@ -259,7 +265,7 @@ static const ch_expr *rules(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (!e || ch_ctx_exhausted(ctx)) return NULL;
-    if (!ch_mask_meets(&e->symmask, &x->mask)) return ch_zero(ctx);
+    if (!depends(e, x)) return ch_zero(ctx);
     if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
     uint64_t key = x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
     ch_map *memo = x->memo;
@@ -282,8 +288,7 @@ const ch_expr *ch_diff(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
         ch_ctx_fail(ctx, CH_ERR_MATH, "differentiation by a non-symbol");
         return NULL;
     }
-    dmode d = {sym, NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF), 0, NULL, NULL, NULL};
-    ch_mask_add(&d.mask, sym->sym->sid);
+    dmode d = {sym, NULL, sym->symset, ch_ctx_memo(ctx, CH_MEMO_DIFF), 0, NULL, NULL, NULL};
     return deriv(ctx, e, &d);
 }
 
@@ -317,7 +322,7 @@ typedef struct {
     ch_ctx *ctx;
     size_t n;
     const ch_expr *const *syms;
-    ch_sym_finder vel;  /* exact: masks alias beyond 256 symbols */
+    ch_sym_finder vel;  /* the velocities differentiated by */
     ch_map forms;       /* node id -> its row of n derivatives (owned), or NOT_FORM */
     const ch_expr ***holes; /* rows of the forms of the current momentum's terms */
     size_t nholes, capholes;
@@ -580,7 +585,7 @@ static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_cla
     for (size_t t = 0; t < T; t++) {
         if (tc[t].cls < 0) { /* alone */
             const ch_expr *e = p->pair[t].e;
-            if (!ch_mask_meets(&e->symmask, &x->mask)) continue;
+            if (!depends(e, x)) continue;
             if (!(en.d[en.ne] = deriv(ctx, e, &y))) goto out;
             fmpq_init(en.c + en.ne);
             fmpq_set(en.c + en.ne++, p->pair[t].c);
@@ -655,11 +660,10 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
         }
         for (size_t j = i; j < n; j++) {
             ch_map_init(&local);
-            dmode d = {syms[j], NULL, {{0}}, ch_ctx_memo(ctx, CH_MEMO_DIFF),
+            dmode d = {syms[j], NULL, syms[j]->symset, ch_ctx_memo(ctx, CH_MEMO_DIFF),
                        DIFF_ONCE_LEVELS, &local, &prod, n > 1 ? &near : NULL};
-            ch_mask_add(&d.mask, syms[j]->sym->sid);
             const ch_expr *r = !e[i] ? NULL
-                               : !ch_mask_meets(&e[i]->symmask, &d.mask) ? ch_zero(ctx)
+                               : !depends(e[i], &d) ? ch_zero(ctx)
                                : by_class ? diff_by_class(&lf, e[i], tc, j, &d)
                                           : deriv(ctx, e[i], &d);
             ch_map_free(&local);
@@ -683,14 +687,14 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
 
 const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e)
 {
-    dmode d = {NULL, NULL, ch_mask_full(), ch_ctx_memo(ctx, CH_MEMO_DIFF_T), 0, NULL, NULL, NULL};
+    dmode d = {NULL, NULL, NULL, ch_ctx_memo(ctx, CH_MEMO_DIFF_T), 0, NULL, NULL, NULL};
     return deriv(ctx, e, &d);
 }
 
 int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
                      const ch_expr *const *syms, const ch_expr *const *dirs)
 {
-    memset(&v->mask, 0, sizeof v->mask);
+    v->set = ch_symset_empty(ctx);
     v->dir = ch_ctx_new_map(ctx);
     v->memo = ch_ctx_new_map(ctx);
     if (!v->dir || !v->memo) return -1;
@@ -700,7 +704,7 @@ int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
             return -1;
         }
         if (ch_is_zero(dirs[i])) continue;
-        ch_mask_add(&v->mask, syms[i]->sym->sid);
+        if (!(v->set = ch_symset_union(ctx, v->set, syms[i]->symset))) return -1;
         if (ch_map_put(v->dir, (uint64_t)syms[i]->sym->sid + 1, (void *)dirs[i])) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return -1;
@@ -712,6 +716,6 @@ int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
 const ch_expr *ch_diff_dir_apply(ch_ctx *ctx, ch_diff_dir *v, const ch_expr *e)
 {
     if (!v->memo) return NULL;
-    dmode d = {NULL, v->dir, v->mask, v->memo, 0, NULL, NULL, NULL};
+    dmode d = {NULL, v->dir, v->set, v->memo, 0, NULL, NULL, NULL};
     return deriv(ctx, e, &d);
 }

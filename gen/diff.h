@@ -41,7 +41,7 @@ const ch_expr *ch_diff_t(ch_ctx *ctx, const ch_expr *e);
 typedef struct {
     ch_map *dir;  /* sid + 1 -> component (context-owned) */
     ch_map *memo; /* node id -> V node (context-owned) */
-    ch_mask mask;
+    const ch_symset *set; /* the symbols with a nonzero component */
 } ch_diff_dir;
 
 /* 0, or -1 on failure (context error set). */

@@ -38,6 +38,12 @@ struct ch_ctx {
     ch_map scaled; /* (sum id, hash of c) -> c * sum, for long sums (scale_add) */
     size_t nmaps, cap_maps;
     const ch_expr *zero, *one;
+    ch_map_slot *settab; /* interned symbol sets: hash -> ch_symset */
+    size_t setcap, nsets;
+    ch_symword *words; /* a set being built */
+    uint64_t *dense, *touched; /* a union being built (see dense_or) */
+    size_t nwords; /* their lengths: a word for every 64 symbols made */
+    const ch_symset *empty;
 };
 
 /* Chunks and the zeroed tables (maps, the intern table) are mem.h blocks.
@@ -53,6 +59,7 @@ static void chunk_free(chunk *c) { ch_mem_free(c, sizeof(chunk) + c->size); }
 /* Arena memory with undefined contents: for nodes, which are copied over
  * whole at once (clearing them first showed up in profiles). */
 static void *arena_raw(ch_ctx *ctx, size_t size);
+static const ch_symset *set_intern(ch_ctx *ctx, size_t n, const ch_symword *w);
 
 void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
 {
@@ -203,6 +210,10 @@ ch_ctx *ch_ctx_new(void)
 {
     ch_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
+    if (!(ctx->empty = set_intern(ctx, 0, NULL))) {
+        ch_ctx_free(ctx);
+        return NULL;
+    }
     ctx->zero = ch_num_si(ctx, 0);
     ctx->one = ch_num_si(ctx, 1);
     if (!ctx->zero || !ctx->one) {
@@ -229,6 +240,10 @@ void ch_ctx_free(ch_ctx *ctx)
     for (int i = 0; i < CH_MEMO_COUNT; i++) ch_map_free(&ctx->memo[i]);
     for (size_t i = 0; i < ctx->nmaps; i++) ch_map_free(ctx->maps[i]);
     free(ctx->maps);
+    ch_mem_free(ctx->settab, ctx->setcap * sizeof *ctx->settab);
+    free(ctx->words);
+    free(ctx->dense);
+    free(ctx->touched);
     for (chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
         chunk_free(c);
@@ -296,22 +311,179 @@ static int node_equal(const ch_expr *a, const ch_expr *b)
     return 1;
 }
 
-static int table_grow(ch_ctx *ctx)
+/* A table of (hash, node or set) slots, open addressing, grown to twice
+ * its size (1024 when empty); 0, or -1 when out of memory (table kept). */
+static int slots_grow(ch_map_slot **tab, size_t *cap)
 {
-    size_t cap = ctx->tcap ? 2 * ctx->tcap : 1024;
-    ch_map_slot *t = ch_mem_alloc(cap * sizeof *t);
+    size_t ncap = *cap ? 2 * *cap : 1024;
+    ch_map_slot *t = ch_mem_alloc(ncap * sizeof *t);
     if (!t) return -1;
-    for (size_t j = 0; j < ctx->tcap; j++) {
-        if (!ctx->table[j].val) continue;
-        size_t i = ctx->table[j].key & (cap - 1);
-        while (t[i].val) i = (i + 1) & (cap - 1);
-        t[i] = ctx->table[j];
+    for (size_t j = 0; j < *cap; j++) {
+        if (!(*tab)[j].val) continue;
+        size_t i = (*tab)[j].key & (ncap - 1);
+        while (t[i].val) i = (i + 1) & (ncap - 1);
+        t[i] = (*tab)[j];
     }
-    ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
-    ctx->table = t;
-    ctx->tcap = cap;
+    ch_mem_free(*tab, *cap * sizeof **tab);
+    *tab = t;
+    *cap = ncap;
     return 0;
 }
+
+/* ---- symbol sets -------------------------------------------------------- */
+
+static uint64_t set_hash(size_t n, const ch_symword *w)
+{
+    uint64_t h = mix64(n);
+    for (size_t i = 0; i < n; i++) h = mix64(h ^ (w[i].bits + w[i].at * 0x9E3779B97F4A7C15ULL));
+    return h;
+}
+
+/* The set of the n words w (nonzero, increasing at): the one made before,
+ * or a new one in the arena. */
+static const ch_symset *set_intern(ch_ctx *ctx, size_t n, const ch_symword *w)
+{
+    uint64_t h = set_hash(n, w);
+    if (2 * (ctx->nsets + 1) > ctx->setcap && slots_grow(&ctx->settab, &ctx->setcap)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t mask = ctx->setcap - 1, i = h & mask;
+    for (; ctx->settab[i].val; i = (i + 1) & mask) {
+        const ch_symset *s = ctx->settab[i].val;
+        if (ctx->settab[i].key == h && s->n == n
+            && (n == 0 || memcmp(s->w, w, n * sizeof *w) == 0))
+            return s;
+    }
+    ch_symset *s = arena_raw(ctx, sizeof *s + n * sizeof *w);
+    if (!s) return NULL;
+    s->n = n;
+    if (n) memcpy(s->w, w, n * sizeof *w);
+    ctx->settab[i].key = h;
+    ctx->settab[i].val = s;
+    ctx->nsets++;
+    return s;
+}
+
+/* A union ORs the sets' words into ctx->dense, all zero outside a union,
+ * and lists the *t word numbers it made nonzero in ctx->touched (merging
+ * each of a long sum's sets into the union so far would cost O(words)
+ * each). */
+static void dense_or(ch_ctx *ctx, size_t *t, const ch_symset *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t at = s->w[i].at;
+        if (!ctx->dense[at]) ctx->touched[(*t)++] = at;
+        ctx->dense[at] |= s->w[i].bits;
+    }
+}
+
+/* The union in ctx->dense, which is zero again afterwards. */
+static const ch_symset *dense_take(ch_ctx *ctx, size_t t)
+{
+    ch_sort_u64(ctx->touched, t);
+    ch_symword *w = ctx->words;
+    for (size_t i = 0; i < t; i++) {
+        w[i].at = ctx->touched[i];
+        w[i].bits = ctx->dense[w[i].at];
+        ctx->dense[w[i].at] = 0;
+    }
+    return set_intern(ctx, t, w);
+}
+
+/* The union buffers at n words (the new dense words zero); 0, or -1. */
+static int words_grow(ch_ctx *ctx, size_t n)
+{
+    ch_symword *w = realloc(ctx->words, n * sizeof *w);
+    if (!w) return -1;
+    ctx->words = w;
+    uint64_t *d = realloc(ctx->dense, n * sizeof *d), *t;
+    if (!d) return -1;
+    memset(d + ctx->nwords, 0, (n - ctx->nwords) * sizeof *d);
+    ctx->dense = d;
+    if (!(t = realloc(ctx->touched, n * sizeof *t))) return -1;
+    ctx->touched = t;
+    ctx->nwords = n;
+    return 0;
+}
+
+static int subset(const ch_symset *a, const ch_symset *b)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        while (j < b->n && b->w[j].at < a->w[i].at) j++;
+        if (j == b->n || b->w[j].at != a->w[i].at || (a->w[i].bits & ~b->w[j].bits))
+            return 0;
+    }
+    return 1;
+}
+
+/* The symbols below a new node: most nodes have those of one child (a
+ * product of a coefficient and a function, a sum of terms in nested sets
+ * of symbols), which are taken as they are, without a lookup. */
+static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c, uint32_t n)
+{
+    if (c->sym) {
+        ch_symword w = {c->sym->sid / 64, 1ULL << (c->sym->sid % 64)};
+        return set_intern(ctx, 1, &w);
+    }
+    /* the first set that holds the others so far, until there is none */
+    const ch_symset *one = ctx->empty;
+    size_t t = 0;
+    uint32_t i = 0;
+    for (; i < n + 2; i++) {
+        const ch_expr *x = i < n ? c->pair[i].e : c->arg[i - n];
+        if (!x || x->symset == one) continue;
+        if (!one->n) {
+            one = x->symset;
+            continue;
+        }
+        if (subset(x->symset, one)) continue;
+        if (!subset(one, x->symset)) break;
+        one = x->symset;
+    }
+    if (i == n + 2) return one;
+    dense_or(ctx, &t, one);
+    for (; i < n + 2; i++) {
+        const ch_expr *x = i < n ? c->pair[i].e : c->arg[i - n];
+        if (x) dense_or(ctx, &t, x->symset);
+    }
+    return dense_take(ctx, t);
+}
+
+const ch_symset *ch_symset_of(ch_ctx *ctx, size_t n, const ch_expr *const *e)
+{
+    size_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i]) dense_or(ctx, &t, e[i]->symset);
+    return dense_take(ctx, t);
+}
+
+const ch_symset *ch_symset_union(ch_ctx *ctx, const ch_symset *a, const ch_symset *b)
+{
+    if (!a || !b) return NULL;
+    if (subset(b, a)) return a;
+    if (subset(a, b)) return b;
+    size_t t = 0;
+    dense_or(ctx, &t, a);
+    dense_or(ctx, &t, b);
+    return dense_take(ctx, t);
+}
+
+const ch_symset *ch_symset_of_kind(ch_ctx *ctx, ch_sym_kind kind)
+{
+    ch_symword *w = ctx->words;
+    size_t nw = 0;
+    for (size_t i = 0; i < ctx->nsyms; i++) { /* sid = i: increasing words */
+        if (ctx->syms[i]->kind != kind) continue;
+        uint64_t at = i / 64, bit = 1ULL << (i % 64);
+        if (nw && w[nw - 1].at == at) w[nw - 1].bits |= bit;
+        else w[nw++] = (ch_symword){at, bit};
+    }
+    return set_intern(ctx, nw, w);
+}
+
+const ch_symset *ch_symset_empty(const ch_ctx *ctx) { return ctx->empty; }
 
 /* A candidate node lives in caller memory with its fmpq fields initialised;
  * intern either returns the existing equal node (the candidate's fmpq are
@@ -320,23 +492,9 @@ static int table_grow(ch_ctx *ctx)
 static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
 {
     uint32_t n = (cand->kind == CH_ADD || cand->kind == CH_MUL) ? cand->n : 0;
-    ch_mask mask = {{0}};
-    unsigned depth = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        ch_mask_or(&mask, &cand->pair[i].e->symmask);
-        if (cand->pair[i].e->depth > depth) depth = cand->pair[i].e->depth;
-    }
-    for (int i = 0; i < 2; i++)
-        if (cand->arg[i]) {
-            ch_mask_or(&mask, &cand->arg[i]->symmask);
-            if (cand->arg[i]->depth > depth) depth = cand->arg[i]->depth;
-        }
-    if (cand->sym) ch_mask_add(&mask, cand->sym->sid);
-    cand->symmask = mask;
-    cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
     cand->hash = node_hash(cand);
 
-    if (2 * (ctx->nnodes + 1) > ctx->tcap && table_grow(ctx)) {
+    if (2 * (ctx->nnodes + 1) > ctx->tcap && slots_grow(&ctx->table, &ctx->tcap)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
     }
@@ -353,6 +511,14 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
                     ctx->node_limit);
         return NULL;
     }
+    /* what only a new node needs */
+    unsigned depth = 0;
+    for (uint32_t j = 0; j < n; j++)
+        if (cand->pair[j].e->depth > depth) depth = cand->pair[j].e->depth;
+    for (int j = 0; j < 2; j++)
+        if (cand->arg[j] && cand->arg[j]->depth > depth) depth = cand->arg[j]->depth;
+    cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
+    if (!(cand->symset = node_set(ctx, cand, n))) return NULL;
     if (ctx->nnodes == ctx->cap_nodes) {
         size_t cap = ctx->cap_nodes ? 2 * ctx->cap_nodes : 1024;
         ch_expr **nodes = realloc(ctx->nodes, cap * sizeof *nodes);
@@ -557,6 +723,10 @@ const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
     s->kind = kind;
     s->index = index;
     s->sid = (uint32_t)ctx->nsyms;
+    if (s->sid / 64 + 1 > ctx->nwords && words_grow(ctx, 2 * (s->sid / 64 + 1))) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
 
     ch_expr cand;
     memset(&cand, 0, sizeof cand);
@@ -1456,42 +1626,9 @@ static const ch_expr *child(const ch_expr *e, int i)
     return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
 }
 
-/* Depth-first search with a visited set; pred decides at leaves. */
-static int any_sym(const ch_expr *e, const ch_mask *bit,
-                   int (*pred)(const ch_sym *, const void *), const void *arg,
-                   ch_map *seen)
-{
-    if (!ch_mask_meets(&e->symmask, bit)) return 0;
-    if (e->kind == CH_SYM) return pred(e->sym, arg);
-    if (ch_map_get(seen, e->id)) return 0;
-    ch_map_put(seen, e->id, (void *)e);
-    for (int i = 0; i < nchildren(e); i++)
-        if (any_sym(child(e, i), bit, pred, arg, seen)) return 1;
-    return 0;
-}
-
-static int sym_is(const ch_sym *s, const void *arg) { return s == arg; }
-static int sym_kind_is(const ch_sym *s, const void *arg)
-{
-    return s->kind == *(const ch_sym_kind *)arg;
-}
-
 int ch_has_sym(const ch_expr *e, const ch_expr *s)
 {
-    if (!e || !s || s->kind != CH_SYM) return 0;
-    ch_map seen;
-    ch_map_init(&seen);
-    ch_mask bit = {{0}};
-    ch_mask_add(&bit, s->sym->sid);
-    int r = any_sym(e, &bit, sym_is, s->sym, &seen);
-    ch_map_free(&seen);
-    return r;
-}
-
-/* arg: the symbols as a map from sid + 1 to themselves */
-static int sym_in(const ch_sym *s, const void *arg)
-{
-    return ch_map_get(arg, (uint64_t)s->sid + 1) != NULL;
+    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, s->sym->sid);
 }
 
 int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
@@ -1499,24 +1636,49 @@ int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
     return ch_any_has_any_sym(1, &e, n, syms);
 }
 
+static int word_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const ch_symword *)a)->at, y = ((const ch_symword *)b)->at;
+    return (x > y) - (x < y);
+}
+
 int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
                        const ch_expr *const *syms)
 {
-    ch_map set, seen;
-    ch_map_init(&set);
-    ch_map_init(&seen);
-    ch_mask bits = {{0}};
-    for (size_t i = 0; i < n; i++) {
-        if (!syms[i] || syms[i]->kind != CH_SYM) continue;
-        ch_mask_add(&bits, syms[i]->sym->sid);
-        ch_map_put(&set, (uint64_t)syms[i]->sym->sid + 1, (void *)syms[i]);
+    /* the symbols as a set of their own (not interned): a word per symbol,
+     * sorted, then merged */
+    ch_symset *set = malloc(sizeof *set + (n ? n : 1) * sizeof *set->w);
+    if (!set) { /* the answer without the set: symbol by symbol */
+        for (size_t i = 0; i < ne; i++)
+            for (size_t j = 0; e[i] && j < n; j++)
+                if (ch_has_sym(e[i], syms[j])) return 1;
+        return 0;
     }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (syms[i] && syms[i]->kind == CH_SYM)
+            set->w[m++] = (ch_symword){syms[i]->sym->sid / 64, 1ULL << (syms[i]->sym->sid % 64)};
+    qsort(set->w, m, sizeof *set->w, word_cmp);
+    set->n = 0;
+    for (size_t i = 0; i < m; i++)
+        if (set->n && set->w[set->n - 1].at == set->w[i].at) set->w[set->n - 1].bits |= set->w[i].bits;
+        else set->w[set->n++] = set->w[i];
     int r = 0;
-    for (size_t i = 0; i < ne && set.len && !r; i++)
-        r = e[i] && any_sym(e[i], &bits, sym_in, &set, &seen);
-    ch_map_free(&set);
-    ch_map_free(&seen);
+    for (size_t i = 0; i < ne && !r; i++) r = e[i] && ch_symset_meets(e[i]->symset, set);
+    free(set);
     return r;
+}
+
+/* Depth-first search with a visited set, past subtrees without symbols. */
+static int any_of_kind(const ch_expr *e, ch_sym_kind kind, ch_map *seen)
+{
+    if (!e->symset->n) return 0;
+    if (e->kind == CH_SYM) return e->sym->kind == kind;
+    if (ch_map_get(seen, e->id)) return 0;
+    ch_map_put(seen, e->id, (void *)e);
+    for (int i = 0; i < nchildren(e); i++)
+        if (any_of_kind(child(e, i), kind, seen)) return 1;
+    return 0;
 }
 
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind)
@@ -1524,8 +1686,7 @@ int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind)
     if (!e) return 0;
     ch_map seen;
     ch_map_init(&seen);
-    ch_mask all = ch_mask_full();
-    int r = any_sym(e, &all, sym_kind_is, &kind, &seen);
+    int r = any_of_kind(e, kind, &seen);
     ch_map_free(&seen);
     return r;
 }

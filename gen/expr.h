@@ -87,37 +87,39 @@ typedef struct {
     fmpq_t c;  /* ADD: coefficient of e; MUL: exponent of e */
 } ch_pair;
 
-/* A set of symbols as 256 bits: symbol sid sets bit sid % 256, so the set
- * is exact for models of up to 256 symbols (a 50-trailer has about 220)
- * and a superset beyond. Derivatives and substitutions skip subtrees whose
- * set misses the symbols they act on. */
-#define CH_MASK_WORDS 4
+/* A set of symbols, exact at any model size: its nonzero 64-bit words,
+ * word `at` holding the symbols with sid / 64 == at (bit sid % 64), in
+ * increasing order of at (sparse, so that a parameter and a coordinate
+ * made far apart cost two words). A node's set is interned in its
+ * context, so equal sets are one pointer and the many nodes with the same
+ * symbols share it. Derivatives, substitutions and symbol searches skip
+ * subtrees whose set misses the symbols they act on. */
 typedef struct {
-    uint64_t w[CH_MASK_WORDS];
-} ch_mask;
+    uint64_t at, bits;
+} ch_symword;
 
-static inline void ch_mask_add(ch_mask *m, uint32_t sid)
+typedef struct {
+    size_t n;
+    ch_symword w[];
+} ch_symset;
+
+static inline int ch_symset_meets(const ch_symset *a, const ch_symset *b)
 {
-    m->w[(sid / 64) % CH_MASK_WORDS] |= 1ULL << (sid % 64);
+    size_t i = 0, j = 0;
+    while (i < a->n && j < b->n) {
+        if (a->w[i].at < b->w[j].at) i++;
+        else if (a->w[i].at > b->w[j].at) j++;
+        else if (a->w[i].bits & b->w[j].bits) return 1;
+        else i++, j++;
+    }
+    return 0;
 }
 
-static inline void ch_mask_or(ch_mask *m, const ch_mask *a)
+static inline int ch_symset_has(const ch_symset *a, uint32_t sid)
 {
-    for (int i = 0; i < CH_MASK_WORDS; i++) m->w[i] |= a->w[i];
-}
-
-static inline int ch_mask_meets(const ch_mask *a, const ch_mask *b)
-{
-    uint64_t r = 0;
-    for (int i = 0; i < CH_MASK_WORDS; i++) r |= a->w[i] & b->w[i];
-    return r != 0;
-}
-
-static inline ch_mask ch_mask_full(void)
-{
-    ch_mask m;
-    for (int i = 0; i < CH_MASK_WORDS; i++) m.w[i] = ~0ULL;
-    return m;
+    for (size_t i = 0; i < a->n && a->w[i].at <= sid / 64; i++)
+        if (a->w[i].at == sid / 64) return (int)(a->w[i].bits >> (sid % 64) & 1);
+    return 0;
 }
 
 struct ch_expr {
@@ -127,7 +129,7 @@ struct ch_expr {
     uint16_t depth;    /* height of the DAG below (saturates at 65535) */
     uint32_t n;        /* ADD/MUL: pairs; FUN: arguments; POW: 2 */
     uint64_t hash;
-    ch_mask symmask;   /* every symbol below (see ch_mask) */
+    const ch_symset *symset; /* every symbol below (see ch_symset) */
     fmpq_t num;        /* NUM: value; ADD: constant; MUL: coefficient */
     const ch_sym *sym; /* SYM */
     const ch_expr *arg[2]; /* FUN arguments, POW base and exponent */
@@ -224,19 +226,24 @@ int ch_is_one(const ch_expr *e);
 int ch_is_int(const ch_expr *e);     /* an integer NUM */
 const ch_expr *ch_zero(ch_ctx *ctx);
 const ch_expr *ch_one(ch_ctx *ctx);
-/* Does e contain the symbol s (exact, memo-free walk with symmask pruning)? */
+/* Does e contain the symbol s? (A look at e's symbol set: no walk.) */
 int ch_has_sym(const ch_expr *e, const ch_expr *s);
-/* Does e contain any of the n symbols syms (non-symbols are ignored)? One
- * walk for the whole set. */
+/* Does e contain any of the n symbols syms (non-symbols are ignored)? */
 int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms);
 /* Does any of the ne expressions e (NULL entries skipped) contain any of
- * the symbols? One walk for all (checking them one by one walks what they
- * share again each time). */
+ * the symbols? */
 int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
                        const ch_expr *const *syms);
+/* Interned symbol sets (see ch_symset); NULL on failure (context error
+ * set). The symbols in the n expressions (NULL entries skipped): */
+const ch_symset *ch_symset_of(ch_ctx *ctx, size_t n, const ch_expr *const *e);
+const ch_symset *ch_symset_union(ch_ctx *ctx, const ch_symset *a, const ch_symset *b);
+/* every symbol of the kind made so far */
+const ch_symset *ch_symset_of_kind(ch_ctx *ctx, ch_sym_kind kind);
+const ch_symset *ch_symset_empty(const ch_ctx *ctx);
 /* Sorts n 64-bit keys in increasing order (insertion sort when few). */
 void ch_sort_u64(uint64_t *x, size_t n);
-/* Does e contain any symbol of this kind? */
+/* Does e contain any symbol of this kind? (A walk, memo-free.) */
 int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind);
 /* Numerical coefficient and rest: e == c * rest, rest's coefficient 1. */
 const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c);

@@ -1,7 +1,7 @@
 /* subst.c — substitution with a cache kept in the context per distinct
  * substitution (its from/to pairs).
  *
- * Subtrees whose symbol mask shares no bit with the replaced nodes are
+ * Subtrees whose symbol set misses the symbols of the replaced nodes are
  * returned unchanged without a visit, so substituting alpha for a few
  * velocities in a large DAG touches only the part that contains them. */
 #include "subst.h"
@@ -12,7 +12,7 @@
 typedef struct {
     ch_ctx *ctx;
     ch_map *cache; /* node id -> result */
-    ch_mask mask;
+    const ch_symset *set;
 } subst_state;
 
 static const ch_expr *rebuild(subst_state *s, const ch_expr *e);
@@ -22,7 +22,7 @@ static const ch_expr *visit(subst_state *s, const ch_expr *e)
     if (!e || ch_ctx_exhausted(s->ctx)) return NULL;
     const ch_expr *r = ch_map_get(s->cache, e->id);
     if (r) return r;
-    if (!ch_mask_meets(&e->symmask, &s->mask)) return e;
+    if (!ch_symset_meets(e->symset, s->set)) return e;
     r = rebuild(s, e);
     if (r && ch_map_put(s->cache, e->id, (void *)r)) {
         ch_ctx_fail(s->ctx, CH_ERR_MEMORY, "out of memory");
@@ -47,9 +47,8 @@ static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
         c[i] = *e->pair[i].c; /* shallow: a read-only view */
         same &= x[i] == e->pair[i].e;
     }
-    /* nothing below changed (the symbol masks are supersets once a model
-     * has more symbols than they have bits, and then most visited nodes
-     * contain no replaced symbol): e is its own canonical rebuild */
+    /* nothing below changed (a replaced node's symbols need not make the
+     * node): e is its own canonical rebuild */
     if (same) {
         r = e;
         goto out;
@@ -94,12 +93,11 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e)
 }
 
 /* Seeds the cache with from[i] -> to[i]; 0, or -1 on failure. */
-static int seed(ch_ctx *ctx, ch_map *cache, ch_mask *mask, size_t n,
+static int seed(ch_ctx *ctx, ch_map *cache, size_t n,
                 const ch_expr *const *from, const ch_expr *const *to)
 {
     for (size_t i = 0; i < n; i++) {
         if (!from[i] || !to[i]) return -1;
-        ch_mask_or(mask, &from[i]->symmask);
         if (ch_map_put(cache, from[i]->id, (void *)to[i])) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return -1;
@@ -185,16 +183,16 @@ int ch_subst_many(ch_ctx *ctx, size_t count, const ch_expr *const *in,
 int ch_subst_memo_init(ch_ctx *ctx, ch_subst_memo *m, size_t n,
                        const ch_expr *const *from, const ch_expr *const *to)
 {
-    memset(&m->mask, 0, sizeof m->mask);
-    if (!(m->cache = ch_ctx_new_map(ctx))) return -1;
-    return seed(ctx, m->cache, &m->mask, n, from, to);
+    m->cache = NULL;
+    if (!(m->set = ch_symset_of(ctx, n, from)) || !(m->cache = ch_ctx_new_map(ctx))) return -1;
+    return seed(ctx, m->cache, n, from, to);
 }
 
 const ch_expr *ch_subst_memo_apply(ch_ctx *ctx, ch_subst_memo *m,
                                    const ch_expr *e)
 {
     if (!m->cache) return NULL;
-    subst_state s = {ctx, m->cache, m->mask};
+    subst_state s = {ctx, m->cache, m->set};
     return visit(&s, e);
 }
 
@@ -230,121 +228,35 @@ const ch_expr *ch_subst(ch_ctx *ctx, const ch_expr *e, size_t n,
 }
 
 /* ======================================================================
- * memoized symbol search
+ * symbol search
  * ====================================================================== */
 
 int ch_sym_finder_init(ch_ctx *ctx, ch_sym_finder *f, size_t n,
                        const ch_expr *const *syms)
 {
-    memset(f, 0, sizeof *f);
-    if (!(f->memo = ch_ctx_new_map(ctx)) || !(f->set = ch_ctx_new_map(ctx))) return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!syms[i] || syms[i]->kind != CH_SYM) continue;
-        ch_mask_add(&f->mask, syms[i]->sym->sid);
-        if (ch_map_put(f->set, (uint64_t)syms[i]->sym->sid + 1, (void *)syms[i])) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* By kind, the mask holds the symbols of that kind (a subtree whose mask
- * misses them all is not walked), brought up to date with the symbols made
- * since: the mask of a node only has symbols that existed when it was
- * built. */
-static void kind_mask_update(ch_ctx *ctx, ch_sym_finder *f)
-{
-    size_t ns = ch_ctx_nsyms(ctx);
-    for (; f->nsyms < ns; f->nsyms++) {
-        const ch_sym *s = ch_ctx_sym(ctx, (uint32_t)f->nsyms);
-        if (s && (int)s->kind == f->kind) ch_mask_add(&f->mask, s->sid);
-    }
+    f->kind = -1;
+    f->nsyms = 0;
+    f->set = ch_symset_empty(ctx);
+    for (size_t i = 0; i < n && f->set; i++)
+        if (syms[i] && syms[i]->kind == CH_SYM)
+            f->set = ch_symset_union(ctx, f->set, syms[i]->symset);
+    return f->set ? 0 : -1;
 }
 
 int ch_sym_finder_init_kind(ch_ctx *ctx, ch_sym_finder *f, ch_sym_kind kind)
 {
-    memset(f, 0, sizeof *f);
     f->kind = (int)kind;
-    kind_mask_update(ctx, f);
-    return (f->memo = ch_ctx_new_map(ctx)) ? 0 : -1;
+    f->nsyms = ch_ctx_nsyms(ctx);
+    f->set = ch_symset_of_kind(ctx, kind);
+    return f->set ? 0 : -1;
 }
 
-static int finder_leaf(const ch_sym_finder *f, const ch_expr *e)
-{
-    if (f->set) return ch_map_get(f->set, (uint64_t)e->sym->sid + 1) != NULL;
-    return (int)e->sym->kind == f->kind;
-}
-
-/* The answer for x without a walk (1 or 0), or -1. */
-static int finder_known(const ch_sym_finder *f, const ch_expr *x)
-{
-    if (!ch_mask_meets(&x->symmask, &f->mask) || x->kind == CH_NUM) return 0;
-    if (x->kind == CH_SYM) return finder_leaf(f, x);
-    uintptr_t v = (uintptr_t)ch_map_get(f->memo, x->id);
-    return v ? v == 2 : -1;
-}
-
-/* Iterative depth-first search (DAGs can be deep): a node is decided when
- * all its children are, or as soon as one child says yes. */
 int ch_sym_finder_has(ch_ctx *ctx, ch_sym_finder *f, const ch_expr *e)
 {
-    if (!e || !f->memo) return 0;
-    if (!f->set) kind_mask_update(ctx, f);
-    int known = finder_known(f, e);
-    if (known >= 0) return known; /* most questions: no stack needed */
-    size_t cap = 64, top = 0;
-    struct frame { const ch_expr *e; uint32_t next; } *st = malloc(cap * sizeof *st);
-    if (!st) goto oom;
-    st[top++] = (struct frame){e, 0};
-    int answer = 0;
-    while (top) {
-        struct frame *fr = &st[top - 1];
-        const ch_expr *x = fr->e;
-        int yes = finder_known(f, x); /* -1: not decided yet */
-        if (yes < 0) {
-            uint32_t nc = (x->kind == CH_ADD || x->kind == CH_MUL || x->kind == CH_FUN
-                           || x->kind == CH_POW) ? x->n : 0;
-            /* children decided so far: a yes ends the node */
-            while (fr->next < nc) {
-                const ch_expr *c = (x->kind == CH_ADD || x->kind == CH_MUL)
-                                       ? x->pair[fr->next].e : x->arg[fr->next];
-                if (!c) {
-                    fr->next++;
-                    continue;
-                }
-                int cy = finder_known(f, c);
-                if (cy < 0) break; /* descend */
-                if (cy) {
-                    yes = 1;
-                    break;
-                }
-                fr->next++;
-            }
-            if (yes < 0 && fr->next == nc) yes = 0;
-            if (yes < 0) {
-                const ch_expr *c = (x->kind == CH_ADD || x->kind == CH_MUL)
-                                       ? x->pair[fr->next].e : x->arg[fr->next];
-                if (top == cap) {
-                    cap *= 2;
-                    void *ns = realloc(st, cap * sizeof *st);
-                    if (!ns) goto oom;
-                    st = ns;
-                }
-                st[top++] = (struct frame){c, 0};
-                continue;
-            }
-            if (x->kind != CH_SYM
-                && ch_map_put(f->memo, x->id, (void *)(uintptr_t)(yes ? 2 : 1)))
-                goto oom;
-        }
-        top--;
-        if (!top) answer = yes;
+    if (!e || !f->set) return 0;
+    if (f->kind >= 0 && f->nsyms != ch_ctx_nsyms(ctx)) { /* symbols made since */
+        f->nsyms = ch_ctx_nsyms(ctx);
+        if (!(f->set = ch_symset_of_kind(ctx, (ch_sym_kind)f->kind))) return -1;
     }
-    free(st);
-    return answer;
-oom:
-    free(st);
-    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-    return -1;
+    return ch_symset_meets(e->symset, f->set);
 }

@@ -25,7 +25,7 @@ int ch_subst_many(ch_ctx *ctx, size_t count, const ch_expr *const *in,
  * The from/to pairs are fixed at init. */
 typedef struct {
     ch_map *cache; /* owned by the context: node id -> result */
-    ch_mask mask;
+    const ch_symset *set; /* the symbols of the replaced nodes */
 } ch_subst_memo;
 
 /* 0, or -1 on failure (context error set). */
@@ -46,17 +46,12 @@ int ch_subst_memo_inherit(ch_ctx *ctx, ch_subst_memo *m,
                           const ch_expr *const *syms);
 
 /* "Does e contain one of these symbols (or a symbol of this kind)?" for
- * many overlapping expressions: the answer of every visited node is kept
- * for the lifetime of the context, so asking about k expressions that
- * share most of their DAG costs one visit per node in all, where
- * ch_has_any_sym costs a full walk per call (and its symbol-mask pruning
- * fails once a model has more symbols than the mask has bits). */
+ * many expressions: the symbols looked for as a set, met with each
+ * expression's own (no walk). */
 typedef struct {
-    ch_map *memo; /* node id -> 1 (no) or 2 (yes), context-owned */
-    ch_map *set;  /* sid + 1 -> symbol, context-owned (NULL: by kind) */
-    int kind;     /* with set NULL: the ch_sym_kind looked for */
-    ch_mask mask;
-    size_t nsyms; /* by kind: symbols of the context already in mask */
+    const ch_symset *set; /* the symbols looked for */
+    int kind;     /* by kind: the ch_sym_kind looked for, else -1 */
+    size_t nsyms; /* by kind: the context's symbols when set was made */
 } ch_sym_finder;
 
 /* 0, or -1 on failure (context error set). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "diff.h"
 #include "expr.h"
 #include "mem.h"
 
@@ -138,8 +139,8 @@ static void test_inspection(void)
     CHECK(ch_dag_size(add(x, y)) == 3);
 }
 
-/* Symbol sets: exact up to 256 symbols, and for more the symbols that
- * share a bit are still told apart by the walk. */
+/* Symbol sets: exact at any number of symbols, interned, and the searches
+ * and derivatives that rely on them. */
 static void test_symbol_sets(void)
 {
     ch_ctx *c = ch_ctx_new();
@@ -149,13 +150,29 @@ static void test_symbol_sets(void)
         snprintf(name, sizeof name, "s%d", i);
         s[i] = ch_symbol(c, name, CH_SYM_OTHER, NULL, 0, i);
     }
-    /* s[1] and s[257] share a bit (sid 1 and 257 when nothing came before) */
+    /* s[1] and s[257] would share a bit of a 256-bit mask */
     const ch_expr *e = ch_mul(c, ch_fun1(c, CH_F_SIN, s[1]), s[100]);
     CHECK(ch_has_sym(e, s[1]) && ch_has_sym(e, s[100]));
     CHECK(!ch_has_sym(e, s[257]) && !ch_has_sym(e, s[2]));
-    ch_mask m = {{0}};
-    ch_mask_add(&m, s[2]->sym->sid);
-    CHECK(!ch_mask_meets(&e->symmask, &m)); /* pruned without a walk */
+    CHECK(!ch_symset_meets(e->symset, s[2]->symset));
+    CHECK(!ch_symset_meets(e->symset, s[257]->symset));
+    CHECK(ch_is_zero(ch_diff(c, e, s[257])));
+    /* equal sets are one set; the set of a sum is that of its symbols */
+    const ch_expr *pair[2] = {s[1], s[100]};
+    CHECK(ch_symset_of(c, 2, pair) == e->symset);
+    CHECK(ch_add(c, s[100], ch_fun1(c, CH_F_COS, s[1]))->symset == e->symset);
+    CHECK(ch_symset_union(c, s[1]->symset, s[100]->symset) == e->symset);
+    CHECK(ch_symset_of(c, 0, pair) == ch_symset_empty(c));
+    CHECK(ch_num_si(c, 3)->symset == ch_symset_empty(c));
+    const ch_symset *far = ch_symset_union(c, s[0]->symset, s[299]->symset);
+    /* sparse: two words for two symbols far apart */
+    CHECK(far->n == 2 && far->w[0].at == 0 && far->w[1].at == 4);
+    CHECK(ch_symset_has(far, 299) && ch_symset_has(far, 0) && !ch_symset_has(far, 298));
+    CHECK(ch_symset_meets(far, ch_add(c, s[299], s[5])->symset));
+    CHECK(!ch_symset_meets(far, ch_add(c, s[298], s[5])->symset));
+    const ch_symset *kind = ch_symset_of_kind(c, CH_SYM_OTHER);
+    CHECK(kind->n == 5 && kind->w[4].at == 4 && kind->w[4].bits == (1ULL << 44) - 1);
+    CHECK(ch_symset_of_kind(c, CH_SYM_VEL) == ch_symset_empty(c));
     const ch_expr *set[3] = {s[257], s[5], s[100]};
     CHECK(ch_has_any_sym(e, 3, set));
     CHECK(!ch_has_any_sym(e, 2, set));

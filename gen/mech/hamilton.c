@@ -127,8 +127,7 @@ static const ch_expr *dvel(hwork *w, const ch_expr *F, size_t s)
     if (!t) return NULL;
     t[0] = ch_diff(w->ctx, F, w->vi[s]);
     /* F free of the dependent velocities (alpha substituted): the chain
-     * terms are 0, and k derivatives of F would each walk it when the
-     * symbol masks cannot tell (models with many symbols) */
+     * terms are 0 */
     if (ch_sym_finder_has(w->ctx, &w->vdep, F) == 0) return t[0];
     for (size_t nu = 0; nu < w->k; nu++)
         t[1 + nu] = ch_mul(w->ctx, ch_diff(w->ctx, F, w->vd[nu]),
