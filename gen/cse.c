@@ -228,16 +228,18 @@ static int tab_grow(cse *s)
     return 0;
 }
 
-/* Values live in chunks freed together at the end (no piecemeal frees).
- * A chunk starts with the previous chunk and its own size; past the first
- * few, chunks are 2 MB huge pages (mem.h). */
+/* Values live in chunks released together at the end (no piecemeal
+ * frees). A chunk starts with the previous chunk and its own size; past
+ * the first few, chunks are 2 MB huge pages (mem.h), taken from and given
+ * back to the context (ch_ctx_block_take): the ~30 builds of a large
+ * emit reuse them instead of faulting in fresh ones. */
 static void *arena_alloc(cse *s, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (!s->chunk || s->used + size > s->chunk_size) {
         size_t cs = s->chunks_bytes >= ((size_t)1 << 18) ? CH_MEM_HUGE : 65536;
         if (size > cs - 16) cs = size + 16;
-        char *c = ch_mem_alloc_raw(cs);
+        char *c = cs == CH_MEM_HUGE ? ch_ctx_block_take(s->ctx) : ch_mem_alloc_raw(cs);
         if (!c) return NULL;
         memcpy(c, &s->chunk, sizeof s->chunk); /* the chunks form a list */
         memcpy(c + sizeof s->chunk, &cs, sizeof cs);
@@ -2357,7 +2359,8 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
         size_t cs;
         memcpy(&next, s.chunk, sizeof next);
         memcpy(&cs, s.chunk + sizeof next, sizeof cs);
-        ch_mem_free(s.chunk, cs);
+        if (cs == CH_MEM_HUGE) ch_ctx_block_give(ctx, s.chunk); /* for the next build */
+        else ch_mem_free(s.chunk, cs);
         s.chunk = next;
     }
     ch_mem_free(s.nd, s.capn * sizeof *s.nd);

@@ -25,6 +25,7 @@ typedef struct chunk {
 struct ch_ctx {
     chunk *chunks;
     size_t arena; /* bytes in chunks */
+    void *spare; /* blocks given back (ch_ctx_block_give), a list through their first word */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
     ch_map_slot *table; /* intern table, open addressing: hash -> node */
@@ -76,7 +77,8 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
         size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
         if (ctx->arena >= HUGE_AFTER && size <= CH_MEM_HUGE - sizeof(chunk))
             cap = CH_MEM_HUGE - sizeof(chunk);
-        c = ch_mem_alloc_raw(sizeof(chunk) + cap);
+        c = sizeof(chunk) + cap == CH_MEM_HUGE ? ch_ctx_block_take(ctx)
+                                               : ch_mem_alloc_raw(sizeof(chunk) + cap);
         if (!c) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return NULL;
@@ -90,6 +92,21 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
     void *p = (char *)c->data + c->used;
     c->used += size;
     return p;
+}
+
+void *ch_ctx_block_take(ch_ctx *ctx)
+{
+    void *b = ctx->spare;
+    if (!b) return ch_mem_alloc_raw(CH_MEM_HUGE);
+    memcpy(&ctx->spare, b, sizeof ctx->spare);
+    return b;
+}
+
+void ch_ctx_block_give(ch_ctx *ctx, void *block)
+{
+    if (!block) return;
+    memcpy(block, &ctx->spare, sizeof ctx->spare);
+    ctx->spare = block;
 }
 
 char *ch_ctx_strdup(ch_ctx *ctx, const char *s)
@@ -248,6 +265,7 @@ void ch_ctx_free(ch_ctx *ctx)
         next = c->next;
         chunk_free(c);
     }
+    while (ctx->spare) ch_mem_free(ch_ctx_block_take(ctx), CH_MEM_HUGE);
     free(ctx);
 }
 

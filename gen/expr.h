@@ -168,6 +168,14 @@ const ch_expr *ch_ctx_node(const ch_ctx *ctx, uint32_t id);
 /* Arena memory that lives as long as the context (zeroed; NULL on OOM). */
 void *ch_ctx_alloc(ch_ctx *ctx, size_t size);
 char *ch_ctx_strdup(ch_ctx *ctx, const char *s);
+/* Blocks of CH_MEM_HUGE bytes with undefined contents for a pass's own
+ * arena (the CSE's), given back when the pass ends and kept for the next
+ * pass or the context's arena: a fresh block costs page faults and the
+ * kernel's zeroing, and the passes of a large emit free and take again
+ * gigabytes. take: NULL when out of memory (no error recorded); give: a
+ * block of take (NULL is fine). */
+void *ch_ctx_block_take(ch_ctx *ctx);
+void ch_ctx_block_give(ch_ctx *ctx, void *block);
 
 /* ---- symbols ---------------------------------------------------------- */
 

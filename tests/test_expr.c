@@ -323,6 +323,23 @@ static void test_mem_blocks(void)
     }
     ch_mem_free(NULL, CH_MEM_HUGE);
     ch_mem_free(NULL, 1);
+    /* a context keeps the blocks given back: the last given is taken
+     * next, whole; the rest are freed with the context (ASan: no leak) */
+    ch_ctx *c = ch_ctx_new();
+    unsigned char *a = ch_ctx_block_take(c), *b = ch_ctx_block_take(c);
+    CHECK(a && b && a != b);
+    if (a && b) {
+        memset(a, 1, CH_MEM_HUGE);
+        memset(b, 2, CH_MEM_HUGE);
+        ch_ctx_block_give(c, a);
+        ch_ctx_block_give(c, b);
+        ch_ctx_block_give(c, NULL);
+        unsigned char *t = ch_ctx_block_take(c);
+        CHECK(t == b);
+        if (t) memset(t, 3, CH_MEM_HUGE);
+        ch_ctx_block_give(c, t);
+    }
+    ch_ctx_free(c);
 }
 
 int main(void)
