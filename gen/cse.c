@@ -300,10 +300,10 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
     a->op = (uint32_t *)((char *)(a + 1) + nc * sizeof(fmpq));
     if (n + nd) memcpy(a->op, op, (n + nd) * sizeof *op);
     fmpq_init(a->k);
-    if (k) fmpq_set(a->k, k);
+    if (k) ch_fmpq_set(a->k, k);
     for (size_t i = 0; i < nc; i++) {
         fmpq_init(a->c + i);
-        fmpq_set(a->c + i, c + i);
+        ch_fmpq_set(a->c + i, c + i);
     }
     s->nd[s->nn] = a;
     s->tab[j].v = s->nn + 1;
@@ -356,7 +356,7 @@ static uint32_t mk_num(cse *s, const fmpq_t q)
     uint32_t v = mk_leaf(s, b.s ? b.s : "0.0");
     ch_buf_free(&b);
     if (!s->failed) {
-        fmpq_set(s->nd[v]->k, q);
+        ch_fmpq_set(s->nd[v]->k, q);
         if (got < 0 && ch_map_put(&s->num_val, key, pv(v))) oom(s);
     }
     return v;
@@ -479,7 +479,7 @@ static uint32_t mk_add(cse *s, const fmpq *k, const uint32_t *v, const fmpq *c, 
         } else {
             if (m && fmpq_is_zero(cc + m - 1)) m--;
             op[m] = ix[i].v;
-            fmpq_set(cc + m, c + ix[i].i);
+            ch_fmpq_set(cc + m, c + ix[i].i);
             m++;
         }
     }
@@ -655,7 +655,7 @@ static uint32_t unit_tail(cse *s, uint32_t v, fmpq_t k)
     fmpq *c = _fmpq_vec_init(a->n + 1);
     fmpq_t t;
     fmpq_init(t);
-    fmpq_set(t, a->c + a->n - 1);
+    ch_fmpq_set(t, a->c + a->n - 1);
     for (uint32_t i = 0; i < a->n; i++) fmpq_div(c + i, a->c + i, t);
     fmpq_div(c + a->n, a->k, t);
     uint32_t r = mk_add(s, c + a->n, a->op, c, a->n);
@@ -682,7 +682,7 @@ static uint32_t lower_mul(cse *s, const ch_expr *e)
     int hoist = D && (uintptr_t)ch_map_get(&s->den_uses, D->id) >= 2;
     fmpq_t k;
     fmpq_init(k);
-    fmpq_set(k, e->num);
+    ch_fmpq_set(k, e->num);
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
         const fmpq *q = e->pair[i].c;
         if (fmpq_sgn(q) > 0 && fmpq_is_one(q) && e->pair[i].e->kind == CH_ADD)
@@ -725,7 +725,7 @@ static uint32_t lower_add(cse *s, const ch_expr *e)
         for (uint32_t i = 0; i < e->n; i++) fmpq_init(c + i);
     for (uint32_t i = 0; i < e->n && !s->failed; i++) {
         t[i] = lower(s, e->pair[i].e);
-        fmpq_set(c + i, e->pair[i].c);
+        ch_fmpq_set(c + i, e->pair[i].c);
     }
     uint32_t v = s->failed ? 0 : mk_add(s, e->num, t, c, e->n);
     if (t != tst) free(t);
@@ -1008,7 +1008,7 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
         fmpq_t q, k;
         fmpq_init(q);
         fmpq_init(k);
-        fmpq_set(k, a->k);
+        ch_fmpq_set(k, a->k);
         uint32_t m = 0;
         for (uint32_t i = 0; i < a->n && !s->failed; i++) {
             uint32_t o = a->op[i], r = rep[o];
@@ -1021,7 +1021,7 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
                 }
                 continue;
             }
-            fmpq_set(c + m, a->c + i);
+            ch_fmpq_set(c + m, a->c + i);
             t[m] = r;
             m++;
             if (!flatten || b->kind != K_MUL || b->n == 0) continue;
@@ -1053,7 +1053,7 @@ static uint32_t rebuild(cse *s, uint32_t v, const uint32_t *rep, const uint32_t 
     vec num = {nst, 0, 32, 0}, den = {dst, 0, 16, 0};
     fmpq_t k;
     fmpq_init(k);
-    fmpq_set(k, a->k);
+    ch_fmpq_set(k, a->k);
     int bad = 0;
     for (uint32_t i = 0; i < a->n; i++) {
         uint32_t r = rep[a->op[i]];
@@ -1159,7 +1159,7 @@ static void pull(cse *s, mono *const *sel, size_t na, uint32_t f, const fmpq_t q
             fmpq_div(x->c, y->c, q);
             memcpy(x->f, y->f, x->nf * sizeof *x->f);
         } else {
-            fmpq_set(x->c, y->c);
+            ch_fmpq_set(x->c, y->c);
             uint32_t k = 0, removed = 0;
             for (uint32_t j = 0; j < y->nf; j++) {
                 if (!removed && y->f[j] == f) {
@@ -1245,7 +1245,7 @@ static uint32_t mono_value(cse *s, const mono *m)
 static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
 {
     if (cnt == 1 || s->failed) {
-        fmpq_set(out->c, m[0]->c);
+        ch_fmpq_set(out->c, m[0]->c);
         out->nf = m[0]->nf;
         out->f = malloc((out->nf ? out->nf : 1) * sizeof *out->f);
         if (!out->f) {
@@ -1353,7 +1353,7 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
             fmpq_add(k, k, t->c);
         } else if (t->nf == 1) {
             v[n] = t->f[0];
-            fmpq_set(c + n++, t->c);
+            ch_fmpq_set(c + n++, t->c);
         } else {
             mono u;
             fmpq_init(u.c);
@@ -1362,7 +1362,7 @@ static void factor_sum(cse *s, mono **m, size_t cnt, mono *out)
             u.nf = t->nf;
             v[n] = mono_value(s, &u);
             fmpq_clear(u.c);
-            fmpq_set(c + n++, t->c);
+            ch_fmpq_set(c + n++, t->c);
         }
     }
     uint32_t sum = (v && !s->failed) ? mk_add(s, k, v, c, (uint32_t)n) : 0;
@@ -1476,7 +1476,7 @@ static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uin
         const node *b = s->nd[r];
         mono *x = &ms[built];
         fmpq_init(x->c);
-        fmpq_set(x->c, a->c + i);
+        ch_fmpq_set(x->c, a->c + i);
         x->f = fs;
         if (merge_factor(b, rc[a->op[i]])) {
             fmpq_mul(x->c, x->c, b->k);
@@ -1493,7 +1493,7 @@ static uint32_t factor_add(cse *s, const node *a, const uint32_t *rep, const uin
     if (!fmpq_is_zero(a->k) && !s->failed) {
         mono *x = &ms[built];
         fmpq_init(x->c);
-        fmpq_set(x->c, a->k);
+        ch_fmpq_set(x->c, a->k);
         x->nf = 0;
         x->f = NULL;
         mp[built++] = x;
@@ -1714,12 +1714,12 @@ static int sum_minus_term(const node *t, const node *a, uint32_t skip, int *sign
     for (int sg = 1; sg >= -1; sg -= 2) {
         fmpq_t x; /* T's constant: a's, or none without a's constant */
         fmpq_init(x);
-        if (skip < a->n) fmpq_set(x, a->k);
+        if (skip < a->n) ch_fmpq_set(x, a->k);
         if (sg < 0) fmpq_neg(x, x);
         int ok = fmpq_equal(x, t->k);
         for (uint32_t i = 0, j = 0; ok && i < a->n; i++) {
             if (i == skip) continue;
-            fmpq_set(x, a->c + i);
+            ch_fmpq_set(x, a->c + i);
             if (sg < 0) fmpq_neg(x, x);
             ok = t->op[j] == a->op[i] && fmpq_equal(x, t->c + j);
             j++;
@@ -1760,7 +1760,7 @@ static uint32_t chain_add(cse *s, uint32_t v, const ch_map *sums, const uint32_t
             fmpq_set_si(c + 0, sign, 1);
             uint32_t r;
             if (i < a->n) {
-                fmpq_set(c + 1, a->c + i);
+                ch_fmpq_set(c + 1, a->c + i);
                 fmpq_t zero;
                 fmpq_init(zero);
                 r = mk_add(s, zero, op, c, 2);

@@ -587,7 +587,7 @@ const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v)
     memset(&cand, 0, sizeof cand);
     cand.kind = CH_NUM;
     fmpq_init(cand.num);
-    fmpq_set(cand.num, v);
+    ch_fmpq_set(cand.num, v);
     const ch_expr *e = intern(ctx, &cand);
     fmpq_clear(cand.num);
     return e;
@@ -822,7 +822,7 @@ static void acc_push(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t c)
     }
     a->p[a->n].e = e;
     fmpq_init(a->p[a->n].c);
-    fmpq_set(a->p[a->n].c, c);
+    ch_fmpq_set(a->p[a->n].c, c);
     a->n++;
 }
 
@@ -918,10 +918,10 @@ static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
     }
     cand->kind = (uint8_t)kind;
     cand->n = (uint32_t)n;
-    fmpq_set(cand->num, num);
+    ch_fmpq_set(cand->num, num);
     for (size_t i = 0; i < n; i++) {
         cand->pair[i].e = p[i].e;
-        fmpq_set(cand->pair[i].c, p[i].c);
+        ch_fmpq_set(cand->pair[i].c, p[i].c);
     }
     const ch_expr *e = intern(ctx, cand);
     cand_free(cand, (uint32_t)n);
@@ -1059,7 +1059,7 @@ const ch_expr *ch_lincomb(ch_ctx *ctx, const fmpq_t c0, size_t n,
 {
     acc a;
     acc_init(&a, 0);
-    if (c0) fmpq_set(a.num, c0);
+    if (c0) ch_fmpq_set(a.num, c0);
     for (size_t i = 0; i < n; i++) add_into(ctx, &a, e[i], c + i);
     return add_build(ctx, &a);
 }
@@ -1277,7 +1277,7 @@ static void add_factor_into(ch_ctx *ctx, acc *a, const ch_expr *e,
     fmpq_t c, inv;
     fmpq_init(c);
     fmpq_init(inv);
-    fmpq_set(c, e->pair[0].c);
+    ch_fmpq_set(c, e->pair[0].c);
     if (!is_integer(r)) fmpq_abs(c, c);
     if (fmpq_is_one(c)) {
         acc_push(ctx, a, e, r);
@@ -1516,7 +1516,7 @@ static const ch_expr *trig_at_pi(ch_ctx *ctx, ch_fun f, const ch_expr *a)
         fmpq_one(c);
     else if (a->kind == CH_MUL && a->n == 1 && a->pair[0].e == pi
              && fmpq_is_one(a->pair[0].c))
-        fmpq_set(c, a->num);
+        ch_fmpq_set(c, a->num);
     else {
         fmpq_clear(c);
         return NULL;
@@ -1621,11 +1621,11 @@ const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
 {
     if (!e) return NULL;
     if (e->kind == CH_NUM) {
-        fmpq_set(c, e->num);
+        ch_fmpq_set(c, e->num);
         return ctx->one;
     }
     if (e->kind == CH_MUL) {
-        fmpq_set(c, e->num);
+        ch_fmpq_set(c, e->num);
         return mul_rest(ctx, e);
     }
     fmpq_one(c);

@@ -22,4 +22,18 @@
 #include <arf.h>
 #endif
 
+/* fmpq_set, inline when both values are small (no GMP integers): the
+ * library's two fmpz_set calls for the coefficients copied into every
+ * node and CSE value were 8% of a large emit's instructions. */
+static inline void ch_fmpq_set(fmpq_t d, const fmpq_t s)
+{
+    if (COEFF_IS_MPZ(*fmpq_numref(d)) || COEFF_IS_MPZ(*fmpq_denref(d))
+        || COEFF_IS_MPZ(*fmpq_numref(s)) || COEFF_IS_MPZ(*fmpq_denref(s))) {
+        fmpq_set(d, s);
+        return;
+    }
+    *fmpq_numref(d) = *fmpq_numref(s);
+    *fmpq_denref(d) = *fmpq_denref(s);
+}
+
 #endif
