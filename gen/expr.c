@@ -329,6 +329,18 @@ static int node_equal(const ch_expr *a, const ch_expr *b)
     return 1;
 }
 
+static int nchildren(const ch_expr *e)
+{
+    if (e->kind == CH_ADD || e->kind == CH_MUL) return (int)e->n;
+    if (e->kind == CH_FUN || e->kind == CH_POW) return (int)e->n;
+    return 0;
+}
+
+static const ch_expr *child(const ch_expr *e, int i)
+{
+    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
+}
+
 /* A table of (hash, node or set) slots, open addressing, grown to twice
  * its size (1024 when empty); 0, or -1 when out of memory (table kept). */
 static int slots_grow(ch_map_slot **tab, size_t *cap)
@@ -439,7 +451,7 @@ static int subset(const ch_symset *a, const ch_symset *b)
 /* The symbols below a new node: most nodes have those of one child (a
  * product of a coefficient and a function, a sum of terms in nested sets
  * of symbols), which are taken as they are, without a lookup. */
-static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c, uint32_t n)
+static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c)
 {
     if (c->sym) {
         ch_symword w = {c->sym->sid / 64, 1ULL << (c->sym->sid % 64)};
@@ -447,25 +459,22 @@ static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c, uint32_t n)
     }
     /* the first set that holds the others so far, until there is none */
     const ch_symset *one = ctx->empty;
-    size_t t = 0;
-    uint32_t i = 0;
-    for (; i < n + 2; i++) {
-        const ch_expr *x = i < n ? c->pair[i].e : c->arg[i - n];
-        if (!x || x->symset == one) continue;
+    int i = 0, nc = nchildren(c);
+    for (; i < nc; i++) {
+        const ch_symset *x = child(c, i)->symset;
+        if (x == one) continue;
         if (!one->n) {
-            one = x->symset;
+            one = x;
             continue;
         }
-        if (subset(x->symset, one)) continue;
-        if (!subset(one, x->symset)) break;
-        one = x->symset;
+        if (subset(x, one)) continue;
+        if (!subset(one, x)) break;
+        one = x;
     }
-    if (i == n + 2) return one;
+    if (i == nc) return one;
+    size_t t = 0;
     dense_or(ctx, &t, one);
-    for (; i < n + 2; i++) {
-        const ch_expr *x = i < n ? c->pair[i].e : c->arg[i - n];
-        if (x) dense_or(ctx, &t, x->symset);
-    }
+    for (; i < nc; i++) dense_or(ctx, &t, child(c, i)->symset);
     return dense_take(ctx, t);
 }
 
@@ -531,12 +540,10 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
     }
     /* what only a new node needs */
     unsigned depth = 0;
-    for (uint32_t j = 0; j < n; j++)
-        if (cand->pair[j].e->depth > depth) depth = cand->pair[j].e->depth;
-    for (int j = 0; j < 2; j++)
-        if (cand->arg[j] && cand->arg[j]->depth > depth) depth = cand->arg[j]->depth;
+    for (int j = 0; j < nchildren(cand); j++)
+        if (child(cand, j)->depth > depth) depth = child(cand, j)->depth;
     cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
-    if (!(cand->symset = node_set(ctx, cand, n))) return NULL;
+    if (!(cand->symset = node_set(ctx, cand))) return NULL;
     if (ctx->nnodes == ctx->cap_nodes) {
         size_t cap = ctx->cap_nodes ? 2 * ctx->cap_nodes : 1024;
         ch_expr **nodes = realloc(ctx->nodes, cap * sizeof *nodes);
@@ -1630,18 +1637,6 @@ const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
     }
     fmpq_one(c);
     return e;
-}
-
-static int nchildren(const ch_expr *e)
-{
-    if (e->kind == CH_ADD || e->kind == CH_MUL) return (int)e->n;
-    if (e->kind == CH_FUN || e->kind == CH_POW) return (int)e->n;
-    return 0;
-}
-
-static const ch_expr *child(const ch_expr *e, int i)
-{
-    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
 }
 
 int ch_has_sym(const ch_expr *e, const ch_expr *s)
