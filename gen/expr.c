@@ -28,7 +28,7 @@ struct ch_ctx {
     void *spare; /* blocks given back (ch_ctx_block_give), a list through their first word */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
-    ch_map_slot *table; /* intern table, open addressing: hash -> node */
+    uint64_t *table; /* intern table, open addressing: tagged node pointers (see slot_of) */
     size_t tcap;
     ch_sym **syms;
     size_t nsyms, cap_syms;
@@ -54,6 +54,14 @@ struct ch_ctx {
  * times as long on huge pages as on 4 kB pages). */
 #define CHUNK_MIN (1u << 16)
 #define HUGE_AFTER (1u << 18)
+
+/* The coefficients of a node (its own, not the arena's memory). */
+static void node_clear(ch_expr *e)
+{
+    fmpq_clear(e->num);
+    if (e->kind == CH_ADD || e->kind == CH_MUL)
+        for (uint32_t j = 0; j < e->n; j++) fmpq_clear(e->pair[j].c);
+}
 
 static void chunk_free(chunk *c) { ch_mem_free(c, sizeof(chunk) + c->size); }
 
@@ -243,12 +251,7 @@ ch_ctx *ch_ctx_new(void)
 void ch_ctx_free(ch_ctx *ctx)
 {
     if (!ctx) return;
-    for (size_t i = 0; i < ctx->nnodes; i++) {
-        ch_expr *e = ctx->nodes[i];
-        fmpq_clear(e->num);
-        if (e->kind == CH_ADD || e->kind == CH_MUL)
-            for (uint32_t j = 0; j < e->n; j++) fmpq_clear(e->pair[j].c);
-    }
+    for (size_t i = 0; i < ctx->nnodes; i++) node_clear(ctx->nodes[i]);
     free(ctx->nodes);
     ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
     free(ctx->syms);
@@ -301,32 +304,47 @@ uint64_t ch_hash_q(const fmpq_t q)
     return hash_fmpz(fmpq_numref(q)) * 31 + hash_fmpz(fmpq_denref(q));
 }
 
-static uint64_t node_hash(const ch_expr *e)
+/* The hash of a node in three parts, so that a sum or product can be
+ * looked up from its pairs before it is made (intern_pairs). */
+static uint64_t hash_head(int kind, int fun, uint32_t n, const fmpq_t num)
 {
-    uint64_t h = mix64(((uint64_t)e->kind << 8 | e->fun) ^ (uint64_t)e->n << 16);
-    h = h * 1000003 ^ ch_hash_q(e->num);
-    if (e->sym) h = h * 1000003 ^ mix64(e->sym->sid + 1);
-    for (int i = 0; i < 2; i++)
-        if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
-    if (e->kind == CH_ADD || e->kind == CH_MUL)
-        for (uint32_t i = 0; i < e->n; i++)
-            h = (h * 1000003 ^ mix64(e->pair[i].e->id)) * 31
-                ^ ch_hash_q(e->pair[i].c);
+    return mix64(((uint64_t)kind << 8 | (uint64_t)fun) ^ (uint64_t)n << 16) * 1000003
+           ^ ch_hash_q(num);
+}
+
+static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h * 1000003 ^ mix64(p[i].e->id)) * 31 ^ ch_hash_q(p[i].c);
     return h;
 }
 
+/* The hash of a node without pairs (a sum's or product's is hash_pairs
+ * of its head). */
+static uint64_t node_hash(const ch_expr *e)
+{
+    uint64_t h = hash_head(e->kind, e->fun, e->n, e->num);
+    if (e->sym) h = h * 1000003 ^ mix64(e->sym->sid + 1);
+    for (int i = 0; i < 2; i++)
+        if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
+    return h;
+}
+
+/* Whether the sum or product a is kind (num; n pairs p). */
+static int pairs_equal(const ch_expr *a, int kind, const fmpq_t num, size_t n,
+                       const ch_pair *p)
+{
+    if (a->kind != kind || a->n != n || !fmpq_equal(a->num, num)) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (a->pair[i].e != p[i].e || !fmpq_equal(a->pair[i].c, p[i].c)) return 0;
+    return 1;
+}
+
+/* Whether a is b, a node without pairs. */
 static int node_equal(const ch_expr *a, const ch_expr *b)
 {
-    if (a->hash != b->hash || a->kind != b->kind || a->fun != b->fun
-        || a->n != b->n || a->sym != b->sym || a->arg[0] != b->arg[0]
-        || a->arg[1] != b->arg[1] || !fmpq_equal(a->num, b->num))
-        return 0;
-    if (a->kind == CH_ADD || a->kind == CH_MUL)
-        for (uint32_t i = 0; i < a->n; i++)
-            if (a->pair[i].e != b->pair[i].e
-                || !fmpq_equal(a->pair[i].c, b->pair[i].c))
-                return 0;
-    return 1;
+    return a->hash == b->hash && a->kind == b->kind && a->fun == b->fun && a->n == b->n && a->sym == b->sym
+           && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1] && fmpq_equal(a->num, b->num);
 }
 
 static int nchildren(const ch_expr *e)
@@ -341,7 +359,7 @@ static const ch_expr *child(const ch_expr *e, int i)
     return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
 }
 
-/* A table of (hash, node or set) slots, open addressing, grown to twice
+/* A table of (hash, set) slots, open addressing, grown to twice
  * its size (1024 when empty); 0, or -1 when out of memory (table kept). */
 static int slots_grow(ch_map_slot **tab, size_t *cap)
 {
@@ -357,6 +375,34 @@ static int slots_grow(ch_map_slot **tab, size_t *cap)
     ch_mem_free(*tab, *cap * sizeof **tab);
     *tab = t;
     *cap = ncap;
+    return 0;
+}
+
+/* An intern slot: the node's address with the top 16 bits of its hash
+ * above it (user-space addresses have 48 bits), so that a probe of a
+ * slot that holds another node rarely visits that node, in 8 bytes: at
+ * 3.8 M nodes the table of pointer and full hash was 134 MB, more than
+ * the cache, and its first probe was most of the time of interning. */
+#define SLOT_TAG 0xFFFF000000000000ULL
+
+static uint64_t slot_of(const ch_expr *e) { return (uint64_t)(uintptr_t)e | (e->hash & SLOT_TAG); }
+
+static ch_expr *slot_node(uint64_t slot) { return (ch_expr *)(uintptr_t)(slot & ~SLOT_TAG); }
+
+static int intern_grow(ch_ctx *ctx)
+{
+    size_t ncap = ctx->tcap ? 2 * ctx->tcap : 1024;
+    uint64_t *t = ch_mem_alloc(ncap * sizeof *t);
+    if (!t) return -1;
+    for (size_t j = 0; j < ctx->tcap; j++) {
+        if (!ctx->table[j]) continue;
+        size_t i = slot_node(ctx->table[j])->hash & (ncap - 1);
+        while (t[i]) i = (i + 1) & (ncap - 1);
+        t[i] = ctx->table[j];
+    }
+    ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
+    ctx->table = t;
+    ctx->tcap = ncap;
     return 0;
 }
 
@@ -512,38 +558,27 @@ const ch_symset *ch_symset_of_kind(ch_ctx *ctx, ch_sym_kind kind)
 
 const ch_symset *ch_symset_empty(const ch_ctx *ctx) { return ctx->empty; }
 
-/* A candidate node lives in caller memory with its fmpq fields initialised;
- * intern either returns the existing equal node (the candidate's fmpq are
- * left for the caller to clear) or moves the candidate into the arena,
- * taking ownership of its fmpq contents (the caller's copies are reset). */
-static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
+/* Room in the intern table for one more node, and *at the first slot to
+ * probe for hash h; 0, or -1 (the context failed). */
+static int intern_probe(ch_ctx *ctx, uint64_t h, size_t *at)
 {
-    uint32_t n = (cand->kind == CH_ADD || cand->kind == CH_MUL) ? cand->n : 0;
-    cand->hash = node_hash(cand);
-
-    if (2 * (ctx->nnodes + 1) > ctx->tcap && slots_grow(&ctx->table, &ctx->tcap)) {
+    if (2 * (ctx->nnodes + 1) > ctx->tcap && intern_grow(ctx)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
+        return -1;
     }
-    size_t tmask = ctx->tcap - 1;
-    size_t i = cand->hash & tmask;
-    /* the stored hash spares a visit to every node probed */
-    for (; ctx->table[i].val; i = (i + 1) & tmask)
-        if (ctx->table[i].key == cand->hash && node_equal(ctx->table[i].val, cand))
-            return ctx->table[i].val;
+    *at = h & (ctx->tcap - 1);
+    return 0;
+}
 
+/* Arena memory for a node not found, within the node limit. */
+static ch_expr *node_alloc(ch_ctx *ctx, size_t size)
+{
     if (ctx->node_limit && ctx->nnodes >= ctx->node_limit) {
         ch_ctx_fail(ctx, CH_ERR_LIMIT,
                     "expression size limit of %zu nodes exceeded",
                     ctx->node_limit);
         return NULL;
     }
-    /* what only a new node needs */
-    unsigned depth = 0;
-    for (int j = 0; j < nchildren(cand); j++)
-        if (child(cand, j)->depth > depth) depth = child(cand, j)->depth;
-    cand->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
-    if (!(cand->symset = node_set(ctx, cand))) return NULL;
     if (ctx->nnodes == ctx->cap_nodes) {
         size_t cap = ctx->cap_nodes ? 2 * ctx->cap_nodes : 1024;
         ch_expr **nodes = realloc(ctx->nodes, cap * sizeof *nodes);
@@ -554,36 +589,82 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
         ctx->nodes = nodes;
         ctx->cap_nodes = cap;
     }
-    size_t size = sizeof(ch_expr) + n * sizeof(ch_pair);
     ch_expr *e = arena_raw(ctx, size);
-    if (!e) return NULL;
-    memcpy(e, cand, size);
-    /* The arena copy owns the coefficients now; give the candidate fresh
-     * ones so that the caller's clear does not free them. */
-    fmpq_init(cand->num);
-    for (uint32_t j = 0; j < n; j++) fmpq_init(cand->pair[j].c);
-    e->id = (uint32_t)++ctx->nnodes;
-    ctx->nodes[e->id - 1] = e;
-    ctx->table[i].key = e->hash;
-    ctx->table[i].val = e;
+    if (e && ((uintptr_t)e & SLOT_TAG)) { /* not on any system we know of */
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "node address beyond 48 bits");
+        return NULL;
+    }
     return e;
 }
 
-/* Candidate nodes of every size come from a malloc'd scratch block. */
-static ch_expr *cand_new(uint32_t npairs)
+/* Numbers e (a new node, made in the arena with its hash) and keeps it in
+ * the empty slot i of the intern table; e, or NULL (e cleared). */
+static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, size_t i)
 {
-    ch_expr *c = calloc(1, sizeof(ch_expr) + npairs * sizeof(ch_pair));
-    if (!c) return NULL;
-    fmpq_init(c->num);
-    for (uint32_t i = 0; i < npairs; i++) fmpq_init(c->pair[i].c);
-    return c;
+    unsigned depth = 0;
+    for (int j = 0; j < nchildren(e); j++)
+        if (child(e, j)->depth > depth) depth = child(e, j)->depth;
+    e->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
+    if (!(e->symset = node_set(ctx, e))) {
+        node_clear(e);
+        return NULL;
+    }
+    e->id = (uint32_t)++ctx->nnodes;
+    ctx->nodes[e->id - 1] = e;
+    ctx->table[i] = slot_of(e);
+    return e;
 }
 
-static void cand_free(ch_expr *c, uint32_t npairs)
+/* A candidate node without pairs (a number, symbol, function or power)
+ * lives in caller memory with its fmpq field initialised; intern either
+ * returns the existing equal node (the candidate's fmpq is left for the
+ * caller to clear) or moves the candidate into the arena, taking
+ * ownership of its fmpq contents (the caller's copy is reset). */
+static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
 {
-    fmpq_clear(c->num);
-    for (uint32_t i = 0; i < npairs; i++) fmpq_clear(c->pair[i].c);
-    free(c);
+    cand->hash = node_hash(cand);
+    size_t i;
+    if (intern_probe(ctx, cand->hash, &i)) return NULL;
+    /* the tag spares a visit to nearly every node probed */
+    for (uint64_t tag = cand->hash & SLOT_TAG; ctx->table[i]; i = (i + 1) & (ctx->tcap - 1))
+        if ((ctx->table[i] & SLOT_TAG) == tag && node_equal(slot_node(ctx->table[i]), cand))
+            return slot_node(ctx->table[i]);
+    ch_expr *e = node_alloc(ctx, sizeof *e);
+    if (!e) return NULL;
+    *e = *cand;
+    fmpq_init(cand->num); /* the arena copy owns the value now */
+    return admit(ctx, e, i);
+}
+
+/* The sum or product kind (num; n pairs p), looked up from the pairs:
+ * most are found, and building a node to find them cost an allocation
+ * and a copy of every coefficient. */
+static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
+                                   const fmpq_t num, size_t n,
+                                   const ch_pair *p)
+{
+    uint64_t h = hash_pairs(hash_head(kind, 0, (uint32_t)n, num), n, p);
+    size_t i;
+    if (intern_probe(ctx, h, &i)) return NULL;
+    for (uint64_t tag = h & SLOT_TAG; ctx->table[i]; i = (i + 1) & (ctx->tcap - 1)) {
+        const ch_expr *a = slot_node(ctx->table[i]);
+        if ((ctx->table[i] & SLOT_TAG) == tag && a->hash == h && pairs_equal(a, kind, num, n, p))
+            return a;
+    }
+    ch_expr *e = node_alloc(ctx, sizeof(ch_expr) + n * sizeof(ch_pair));
+    if (!e) return NULL;
+    memset(e, 0, sizeof *e);
+    e->kind = (uint8_t)kind;
+    e->n = (uint32_t)n;
+    e->hash = h;
+    fmpq_init(e->num);
+    ch_fmpq_set(e->num, num);
+    for (size_t j = 0; j < n; j++) {
+        e->pair[j].e = p[j].e;
+        fmpq_init(e->pair[j].c);
+        ch_fmpq_set(e->pair[j].c, p[j].c);
+    }
+    return admit(ctx, e, i);
 }
 
 /* ---- numbers ---------------------------------------------------------- */
@@ -914,27 +995,6 @@ static void acc_normalize(acc *a)
 }
 
 /* Interns an ADD or MUL from canonical pairs (no collapsing here). */
-static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
-                                   const fmpq_t num, size_t n,
-                                   const ch_pair *p)
-{
-    ch_expr *cand = cand_new((uint32_t)n);
-    if (!cand) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    cand->kind = (uint8_t)kind;
-    cand->n = (uint32_t)n;
-    ch_fmpq_set(cand->num, num);
-    for (size_t i = 0; i < n; i++) {
-        cand->pair[i].e = p[i].e;
-        ch_fmpq_set(cand->pair[i].c, p[i].c);
-    }
-    const ch_expr *e = intern(ctx, cand);
-    cand_free(cand, (uint32_t)n);
-    return e;
-}
-
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum);
 
