@@ -799,8 +799,7 @@ static const ch_expr *kid(const ch_expr *e, uint32_t i)
  * can be deep. */
 static void reach(cse *s, size_t n, const ch_expr *const *outs)
 {
-    s->nlid = ch_ctx_nnodes(s->ctx) + 1;
-    s->lid = ch_mem_alloc(s->nlid * sizeof *s->lid);
+    s->lid = ch_ctx_ids_take(s->ctx, &s->nlid);
     typedef struct {
         const ch_expr *e;
         uint32_t i;
@@ -2365,7 +2364,9 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
     }
     ch_mem_free(s.nd, s.capn * sizeof *s.nd);
     ch_mem_free(s.tab, s.tabcap * sizeof *s.tab);
-    ch_mem_free(s.lid, s.nlid * sizeof *s.lid);
+    /* reach set the entries of the nodes in post, or failed */
+    for (uint32_t i = 0; s.lid && !s.failed && i < s.npost; i++) s.lid[s.post[i]->id] = 0;
+    ch_ctx_ids_give(ctx, s.lid, s.nlid, !s.failed);
     free(s.post);
     free(s.lval);
     free(s.negc);

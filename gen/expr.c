@@ -26,6 +26,8 @@ struct ch_ctx {
     chunk *chunks;
     size_t arena; /* bytes in chunks */
     void *spare; /* blocks given back (ch_ctx_block_give), a list through their first word */
+    uint32_t *ids; /* the zeroed id array of ch_ctx_ids_take when not lent, */
+    size_t nids;   /* and its entries */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
     uint64_t *table; /* intern table, open addressing: tagged node pointers (see slot_of) */
@@ -115,6 +117,35 @@ void ch_ctx_block_give(ch_ctx *ctx, void *block)
     if (!block) return;
     memcpy(block, &ctx->spare, sizeof ctx->spare);
     ctx->spare = block;
+}
+
+uint32_t *ch_ctx_ids_take(ch_ctx *ctx, size_t *len)
+{
+    size_t need = ctx->nnodes + 1, n = ctx->nids;
+    uint32_t *ids = ctx->ids;
+    if (!ids || n < need) { /* (none: the first pass, or one has it) */
+        size_t grown = need + need / 2; /* and the nodes made until the next */
+        ids = ids ? ch_mem_resize(ids, n * sizeof *ids, grown * sizeof *ids)
+                  : ch_mem_alloc(grown * sizeof *ids);
+        if (!ids) return NULL;
+        n = grown;
+    }
+    ctx->ids = NULL;
+    ctx->nids = 0;
+    *len = n;
+    return ids;
+}
+
+void ch_ctx_ids_give(ch_ctx *ctx, uint32_t *ids, size_t len, int clear)
+{
+    if (!ids) return;
+    if (clear && len > ctx->nids) { /* keep the larger */
+        ch_mem_free(ctx->ids, ctx->nids * sizeof *ctx->ids);
+        ctx->ids = ids;
+        ctx->nids = len;
+    } else {
+        ch_mem_free(ids, len * sizeof *ids);
+    }
 }
 
 char *ch_ctx_strdup(ch_ctx *ctx, const char *s)
@@ -269,6 +300,7 @@ void ch_ctx_free(ch_ctx *ctx)
         chunk_free(c);
     }
     while (ctx->spare) ch_mem_free(ch_ctx_block_take(ctx), CH_MEM_HUGE);
+    ch_mem_free(ctx->ids, ctx->nids * sizeof *ctx->ids);
     free(ctx);
 }
 

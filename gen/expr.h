@@ -176,6 +176,15 @@ char *ch_ctx_strdup(ch_ctx *ctx, const char *s);
  * block of take (NULL is fine). */
 void *ch_ctx_block_take(ch_ctx *ctx);
 void ch_ctx_block_give(ch_ctx *ctx, void *block);
+/* A zeroed array with an entry for every node id made so far (*len >
+ * ch_ctx_nnodes entries), lent to one pass at a time: the CSE's map from
+ * node id to value, whose clearing and page faults, each pass over a few
+ * nodes of a large context, cost more than the pass. Give it back with
+ * every entry set cleared; an array not known to be clear (a pass that
+ * failed halfway) is given with clear = 0 and freed. take: NULL when out
+ * of memory (no error recorded); give: an array of take (NULL is fine). */
+uint32_t *ch_ctx_ids_take(ch_ctx *ctx, size_t *len);
+void ch_ctx_ids_give(ch_ctx *ctx, uint32_t *ids, size_t len, int clear);
 
 /* ---- symbols ---------------------------------------------------------- */
 
