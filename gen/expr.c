@@ -331,23 +331,30 @@ static uint64_t hash_fmpz(const fmpz_t z)
                  ^ fmpz_bits(z));
 }
 
-uint64_t ch_hash_q(const fmpq_t q)
+/* Every node's hash takes its coefficients': a small rational (the usual
+ * case) is mixed once, inline. */
+static inline uint64_t hash_q(const fmpq_t q)
 {
-    return hash_fmpz(fmpq_numref(q)) * 31 + hash_fmpz(fmpq_denref(q));
+    const fmpz *a = fmpq_numref(q), *b = fmpq_denref(q);
+    if (!COEFF_IS_MPZ(*a) && !COEFF_IS_MPZ(*b))
+        return mix64((uint64_t)*a * 0x9E3779B97F4A7C15ULL + (uint64_t)*b);
+    return hash_fmpz(a) * 31 + hash_fmpz(b);
 }
+
+uint64_t ch_hash_q(const fmpq_t q) { return hash_q(q); }
 
 /* The hash of a node in three parts, so that a sum or product can be
  * looked up from its pairs before it is made (intern_pairs). */
 static uint64_t hash_head(int kind, int fun, uint32_t n, const fmpq_t num)
 {
     return mix64(((uint64_t)kind << 8 | (uint64_t)fun) ^ (uint64_t)n << 16) * 1000003
-           ^ ch_hash_q(num);
+           ^ hash_q(num);
 }
 
 static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h * 1000003 ^ mix64(p[i].e->id)) * 31 ^ ch_hash_q(p[i].c);
+        h = (h * 1000003 ^ mix64(p[i].e->id)) * 31 ^ hash_q(p[i].c);
     return h;
 }
 
@@ -1134,7 +1141,7 @@ static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum)
 {
     int memo = sum->n >= SCALE_MEMO_MIN && !fmpq_is_zero(c);
-    uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)ch_hash_q(c);
+    uint64_t key = (uint64_t)sum->id << 32 | (uint32_t)hash_q(c);
     const ch_expr *r = memo ? ch_map_get(&ctx->scaled, key) : NULL;
     if (r) {
         fmpq_t lead;
