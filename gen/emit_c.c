@@ -62,7 +62,7 @@ typedef struct {
     ch_opcount last;          /* operations of the last kernel emitted */
     ch_opcount dyn_ops;       /* of kn_dyn */
     unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
-    char acc_note[320];       /* how kn_acc gets the accelerations (header) */
+    char acc_note[384];       /* how kn_acc gets the accelerations (header) */
     const ch_expr **dyn_outs; /* kn_dyn's outputs (factored when cheaper) */
     const ch_expr **dyn_plain; /* the same values as derived */
     size_t ndyn;
@@ -1007,6 +1007,16 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
  * 42 168) for more than half of the emit time. */
 #define SYM_FACTOR_GAIN 8
 
+/* The symbolic candidate is not built at all when its outputs have more
+ * distinct nodes than this many times the operations of the best other
+ * candidate. Its plain program has 0.6 to 1.6 times as many operations as
+ * its outputs have nodes (the examples, the n-trailer) and factoring
+ * removed at most 4/5 of them, so it would cost over 3 times the other.
+ * On the n-trailer its nodes grow as N^2 (2 107 at N = 10, 535 437 at
+ * N = 200: 138 times the substituted candidate's operations), and its
+ * CSE was a quarter of the 200-trailer's `emit --form all`. */
+#define SYM_SKIP_GAIN 32
+
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
  * call_cost of the reduced equations as they are and with common factors
@@ -1259,7 +1269,10 @@ static void fun_acc(emitter *e)
     double other = 0.0;
     if (have_vals) other = opcount_total(&ncmp);
     if (have_sub && (other == 0.0 || opcount_total(&bcmp) < other)) other = opcount_total(&bcmp);
-    if (!e->failed && sym_prog(e, &outs, &prog, &sym_fused, other, &pruned) == 0) {
+    double skip_at = SYM_SKIP_GAIN * other;
+    int skip_sym = other > 0.0 && skip_at < 1e15 &&
+                   ch_dag_size_many(e->mi * e->mi + e->mi, outs, (size_t)skip_at) > skip_at;
+    if (!e->failed && !skip_sym && sym_prog(e, &outs, &prog, &sym_fused, other, &pruned) == 0) {
         have_sym = 1;
         sym = prog.after;
         symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
@@ -1268,9 +1281,12 @@ static void fun_acc(emitter *e)
     /* ties go to the symbolic, then the numeric candidate */
     enum { SYM, NUM, SUB } use = SYM;
     ch_opcount scmp = beyond_alpha(e, sym, sym_fused), best = scmp;
-    if (have_vals && opcount_total(&ncmp) < opcount_total(&best)) use = NUM, best = ncmp;
-    if (have_sub && opcount_total(&bcmp) < opcount_total(&best)) use = SUB, best = bcmp;
-    if (e->failed || !have_sym) {
+    int none = !have_sym; /* no candidate yet */
+    if (have_vals && (none || opcount_total(&ncmp) < opcount_total(&best)))
+        use = NUM, best = ncmp, none = 0;
+    if (have_sub && (none || opcount_total(&bcmp) < opcount_total(&best)))
+        use = SUB, best = bcmp, none = 0;
+    if (e->failed || none) {
         /* nothing is written */
     } else if (use == NUM) {
         e->fused = fused;
@@ -1304,22 +1320,26 @@ static void fun_acc(emitter *e)
                  "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
         return;
     }
-    char subnote[64] = "", symnote[48] = "";
-    if (pruned)
-        snprintf(symnote, sizeof symnote, ", not factored: over %d times the others",
-                 SYM_FACTOR_GAIN);
+    char subnote[64] = "", symnote[112];
     if (have_sub)
         snprintf(subnote, sizeof subnote, "; substituted M*%s and M* solve: %.0f",
                  sub_kane ? " (Kane form)" : "", opcount_total(&bcmp));
-    snprintf(e->acc_note, sizeof e->acc_note,
-             "%s, %.0f operations per call (%s: %.0f%s%s; symbolic reduced right side "
-             "and M* solve: %.0f%s)",
+    if (skip_sym)
+        snprintf(symnote, sizeof symnote, "symbolic reduced right side: not built (over %.0f "
+                 "nodes, %d times the others)", skip_at, SYM_SKIP_GAIN);
+    else if (pruned)
+        snprintf(symnote, sizeof symnote, "symbolic reduced right side and M* solve: %.0f, "
+                 "not factored: over %d times the others", opcount_total(&scmp), SYM_FACTOR_GAIN);
+    else
+        snprintf(symnote, sizeof symnote, "symbolic reduced right side and M* solve: %.0f",
+                 opcount_total(&scmp));
+    snprintf(e->acc_note, sizeof e->acc_note, "%s, %.0f operations per call (%s: %.0f%s%s; %s)",
              use == NUM ? "numeric" : use == SUB ? "substituted" : "symbolic",
              opcount_total(&best),
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
              opcount_total(&ncmp), num_pruned ? ", values unfactored: its solve alone costs more" : "",
-             subnote, opcount_total(&scmp), symnote);
+             subnote, symnote);
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does

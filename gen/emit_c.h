@@ -53,7 +53,9 @@
  * one nearest 0.
  * Independent accelerations (reduced form, numeric hamilton form): from
  * the symbolic reduced right side or by small numeric solves on M, G, b, r
- * (emit_red.h), whichever counts fewer operations; M* by an unrolled
+ * (emit_red.h), whichever counts fewer operations (the symbolic one is
+ * not built when its expressions have over 32 times as many nodes as the
+ * best other has operations: the header says so); M* by an unrolled
  * L D L^T for m <= 8. Hamilton form without a closed-form H*: kn_vel
  * solves y*(t, q, v) = y for the independent velocities (one linear solve
  * when L* is quadratic, damped Newton with Jacobian K otherwise, from

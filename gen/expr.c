@@ -1821,13 +1821,18 @@ static void count_capped(const ch_expr *e, ch_map *seen, size_t cap)
 
 size_t ch_dag_size_capped(const ch_expr *e, size_t cap)
 {
-    if (!e) return 0;
+    return e ? ch_dag_size_many(1, &e, cap) : 0;
+}
+
+size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
+{
     ch_map seen;
     ch_map_init(&seen);
-    count_capped(e, &seen, cap);
-    size_t n = seen.len > cap ? cap + 1 : seen.len;
+    for (size_t i = 0; i < n && seen.len <= cap; i++)
+        if (e[i]) count_capped(e[i], &seen, cap);
+    size_t r = seen.len > cap ? cap + 1 : seen.len;
     ch_map_free(&seen);
-    return n;
+    return r;
 }
 
 size_t ch_dag_size(const ch_expr *e)

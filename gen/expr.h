@@ -272,6 +272,9 @@ size_t ch_dag_size(const ch_expr *e);
 /* min(ch_dag_size(e), cap + 1), visiting at most cap + 1 nodes: a size
  * test that costs O(cap) however large e is. */
 size_t ch_dag_size_capped(const ch_expr *e, size_t cap);
+/* The same for the nodes of n expressions together (NULL entries are
+ * skipped). */
+size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap);
 /* Number of nodes of e written out as a tree (what a printer writes),
  * computed on the DAG in linear time; saturates at cap. Sharing makes this
  * exponential in the DAG size for some derived quantities. */
