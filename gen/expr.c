@@ -382,8 +382,9 @@ static int pairs_equal(const ch_expr *a, int kind, const fmpq_t num, size_t n,
 /* Whether a is b, a node without pairs. */
 static int node_equal(const ch_expr *a, const ch_expr *b)
 {
-    return a->hash == b->hash && a->kind == b->kind && a->fun == b->fun && a->n == b->n && a->sym == b->sym
-           && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1] && fmpq_equal(a->num, b->num);
+    return a->hash == b->hash && a->kind == b->kind && a->fun == b->fun && a->n == b->n
+           && a->sym == b->sym && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1]
+           && fmpq_equal(a->num, b->num);
 }
 
 static int nchildren(const ch_expr *e)
@@ -675,9 +676,9 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
     return admit(ctx, e, i);
 }
 
-/* The sum or product kind (num; n pairs p), looked up from the pairs:
- * most are found, and building a node to find them cost an allocation
- * and a copy of every coefficient. */
+/* The sum or product kind (num; n canonical pairs p, no collapsing
+ * here), looked up from the pairs: most are found, and building a node
+ * to find them cost an allocation and a copy of every coefficient. */
 static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
                                    const fmpq_t num, size_t n,
                                    const ch_pair *p)
@@ -1033,7 +1034,6 @@ static void acc_normalize(acc *a)
     a->n = w;
 }
 
-/* Interns an ADD or MUL from canonical pairs (no collapsing here). */
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum);
 
