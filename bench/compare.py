@@ -22,6 +22,10 @@ chetaev (and the stage is not run on larger N of the same family), "> limit"
 for SymPy. SymPy runs on the n-trailer only for N <= cap
 (default 10: its Lagrange form takes about 30 s at N = 10 and 500 s at
 N = 24); knife_edge and the pendulum always (within the timeout).
+The in-process derive (BUILDDIR/derive_time: parse, every key, the tidy
+for JSON, no printing, no process start-up) is what SymPy's derive is:
+bench/sympy_bench.py times the forming of the equations after Python,
+SymPy and the model are loaded.
 Emitted C larger than K kB (default 1000) is not compiled with gcc -O2
 (minutes and gigabytes of memory): "skip" in the table.
 """
@@ -91,6 +95,7 @@ def keyvals(text):
 class Bench:
     def __init__(self, build, quick, cap, timeout, gcc_max_kb):
         self.bin = os.path.join(build, "chetaev")
+        self.derive_time = os.path.join(build, "derive_time")
         self.quick, self.cap, self.timeout = quick, cap, timeout
         self.gcc_max = gcc_max_kb * 1024
         self.tmp = tempfile.mkdtemp(prefix="chetaev-bench-")
@@ -133,6 +138,7 @@ class Bench:
         out = os.path.join(self.tmp, "gen_" + name)
         res["derive"] = self.stage(name, "derive",
                                    [self.bin, "derive", nh, "--format", "json"])[0]
+        res["derive_in"] = self.in_process(name, nh, res["derive"])
         res["emit"], e = self.stage(name, "emit",
                                     [self.bin, "emit", nh, "--form", "all", "-o", out])
         res["rss"] = e["rss_mb"] if e and e["rc"] == 0 else res["emit"]
@@ -151,6 +157,18 @@ class Bench:
         for cc in ("gcc", "tcc"):
             res.update(self.harness(cc, pre, hand if os.path.exists(hand) else None))
         return res
+
+    def in_process(self, name, nh, whole):
+        """The derivation timed inside one process (bench/derive_time.c):
+        SymPy's derive_s is measured the same way, after its start-up.
+        Median of 11 repeats, of 3 over 0.1 s, the one run over 1 s."""
+        if not num(whole):
+            return whole
+        reps = 11 if whole < 0.1 else 3 if whole < 1.0 else 1
+        r = run([self.derive_time, nh, str(reps)], 3 * self.timeout)
+        if r["rc"] != 0:
+            return "error" if r["rc"] is not None else "timeout"
+        return float(keyvals(r["out"])["derive_ms"]) / 1e3
 
     def stage(self, name, what, cmd):
         """One chetaev stage; once it timed out on a family member
@@ -299,6 +317,7 @@ def best(a, b):
 
 ROWS = [  # label, chetaev key, SymPy key, scale, unit
     ("derive [s]", "derive", "derive_s", 1, "s"),
+    ("derive in process [s]", "derive_in", "derive_s", 1, ""),
     ("model → C file [s]", "emit", "to_c_s", 1, "s"),
     ("model → first rhs call [s]", "first", "first_s", 1, "s"),
     ("ops after CSE, reduced form", "ops", "ops", 1, "int"),
@@ -353,6 +372,7 @@ def slope(points):
 
 GROWTH = [  # label, source, key, unit
     ("chetaev derive [s]", "ch", "derive", "s"),
+    ("chetaev derive in process [s]", "ch", "derive_in", ""),
     ("chetaev emit all [s]", "ch", "emit", "s"),
     ("chetaev ops (reduced)", "ch", "ops", "int"),
     ("chetaev ns gcc -O2", "ch", "gcc_ns", ""),

@@ -1,0 +1,80 @@
+/* derive_time.c — CPU time of chetaev's derivation inside one process, the
+ * measure SymPy's derive_s is (bench/sympy_bench.py times the forming of
+ * the equations after Python, SymPy and the model are loaded; the whole
+ * `chetaev derive` process also pays about 10 ms of loading FLINT and its
+ * C++ dependencies, which the library user pays once).
+ *
+ * Usage: derive_time MODEL [REPEATS]
+ * Prints key=value lines, CPU milliseconds of one repeat:
+ *   derive_ms  parse, every SPEC section 3 key, tidy for JSON (median)
+ *   json_ms    the same and the JSON text written to /dev/null (median)
+ *   first_ms   the first derive_ms repeat (cold caches and allocator)
+ * Each repeat works in a fresh context. */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "derive.h"
+#include "expr.h"
+#include "model.h"
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One repeat: CPU ms, or -1 with the error printed. */
+static double once(const char *path, FILE *json)
+{
+    double t0 = cpu_ms();
+    ch_ctx *ctx = ch_ctx_new();
+    ch_model *m = NULL;
+    ch_derivation *d = NULL;
+    ch_error err;
+    ch_error_clear(&err);
+    int bad = !ctx || ch_model_load(ctx, path, &m, &err) || ch_derive(ctx, m, &d, &err) ||
+              ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL) ||
+              (json && ch_derivation_fwrite(json, d, CH_FORMAT_JSON, 0, NULL, &err));
+    if (bad) fprintf(stderr, "derive_time: %s: %s\n", path, err.code ? err.msg : "failed");
+    ch_ctx_free(ctx);
+    return bad ? -1.0 : cpu_ms() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3) {
+        fputs("usage: derive_time MODEL [REPEATS]\n", stderr);
+        return 2;
+    }
+    int reps = argc > 2 ? atoi(argv[2]) : 11;
+    if (reps < 1 || reps > 1000) reps = 11;
+    FILE *null = fopen("/dev/null", "w");
+    double *t = malloc(2 * (size_t)reps * sizeof *t);
+    if (!null || !t) {
+        fputs("derive_time: cannot open /dev/null or out of memory\n", stderr);
+        return 1;
+    }
+    double first = 0.0;
+    for (int i = 0; i < reps; i++) {
+        t[i] = once(argv[1], NULL);
+        t[reps + i] = once(argv[1], null);
+        if (t[i] < 0 || t[reps + i] < 0) return 1;
+        if (i == 0) first = t[0];
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(t + reps, (size_t)reps, sizeof *t, cmp_double);
+    printf("derive_ms=%.2f\njson_ms=%.2f\nfirst_ms=%.2f\n", t[reps / 2],
+           t[reps + reps / 2], first);
+    fclose(null);
+    free(t);
+    return 0;
+}
