@@ -1028,6 +1028,30 @@ static int substitute_power(nf_state *s, fmpq_mpoly_t p, slong v, ulong L,
     return ok;
 }
 
+/* 1 when no term of p is divisible by a relation's leading power, read
+ * off the bitwise or of p's packed exponents: a field of the or is at
+ * least the largest exponent of its variable, so or < lead_pow proves
+ * every exponent is (exactly so for lead_pow a power of two, as for
+ * sin^2 and cos^2). 0 when unsure: then the degrees are computed. */
+static int lead_free(nf_state *s, const fmpq_mpoly_t p)
+{
+    const fmpz_mpoly_struct *z = p->zpoly;
+    const mpoly_ctx_struct *minfo = s->mctx->zctx->minfo;
+    ulong any[8] = {0};
+    if (z->bits > FLINT_BITS) return 0;
+    slong words = mpoly_words_per_exp_sp(z->bits, minfo);
+    if (words > 8) return 0;
+    for (slong i = 0; i < z->length; i++)
+        for (slong w = 0; w < words; w++) any[w] |= z->exps[words * i + w];
+    ulong mask = z->bits == FLINT_BITS ? ~UWORD(0) : (UWORD(1) << z->bits) - 1;
+    for (slong r = 0; r < s->nrel; r++) {
+        slong off, shift;
+        mpoly_gen_offset_shift_sp(&off, &shift, s->lead_var[r], z->bits, minfo);
+        if (((any[off] >> shift) & mask) >= s->lead_pow[r]) return 0;
+    }
+    return 1;
+}
+
 /* Replaces p by its remainder modulo the relations built so far. The
  * relations are a Groebner basis whose leading monomials are powers of
  * single variables (v^L - tail, the tail below v^L), so any complete
@@ -1038,6 +1062,7 @@ static int preduce(nf_state *s, fmpq_mpoly_t p)
 {
     if (s->nrel == 0 || fmpq_mpoly_is_zero(p, s->mctx)) return 1;
     if (!s->generic_rel) {
+        if (lead_free(s, p)) return poly_ok(s, p);
         for (;;) {
             fmpq_mpoly_degrees_si(s->degs, p, s->mctx);
             slong i = 0;
@@ -1126,18 +1151,22 @@ static int frac_cancel(nf_state *s, nf_frac *f)
     return frac_normalize(s, f);
 }
 
-/* a = a + b. */
-static int frac_add_into(nf_state *s, nf_frac *a, const nf_frac *b)
+/* a = a + b; *multiplied is set when the denominators differ (the
+ * numerators are multiplied by cofactors). */
+static int frac_add_into(nf_state *s, nf_frac *a, const nf_frac *b, int *multiplied)
 {
     const fmpq_mpoly_ctx_struct *M = s->mctx;
     int ok = 1;
     fmpq_mpoly_t t, u, g;
+    if (fmpq_mpoly_equal(a->den, b->den, M)) {
+        fmpq_mpoly_add(a->num, a->num, b->num, M);
+        return poly_len_ok(s, a->num) && frac_normalize(s, a);
+    }
+    *multiplied = 1;
     fmpq_mpoly_init(t, M);
     fmpq_mpoly_init(u, M);
     fmpq_mpoly_init(g, M);
-    if (fmpq_mpoly_equal(a->den, b->den, M)) {
-        fmpq_mpoly_add(a->num, a->num, b->num, M);
-    } else if (fmpq_mpoly_is_one(b->den, M)) {
+    if (fmpq_mpoly_is_one(b->den, M)) {
         ok = pmul(s, t, b->num, a->den);
         if (ok) fmpq_mpoly_add(a->num, a->num, t, M);
     } else if (fmpq_mpoly_is_one(a->den, M)) {
@@ -1198,19 +1227,25 @@ static int conv_add(nf_state *s, const ch_expr *e, nf_frac *f)
         fmpq_mpoly_scalar_mul_fmpq(t[i].num, t[i].num, e->pair[i].c, s->mctx);
     }
     /* pairwise, so that long sums cost O(n log n) polynomial additions */
+    int multiplied = 0;
     for (size_t step = 1; ok && step < n; step *= 2)
         for (i = 0; i + step < n && ok; i += 2 * step)
-            ok = frac_add_into(s, t + i, t + i + step);
+            ok = frac_add_into(s, t + i, t + i + step, &multiplied);
     if (ok) {
         frac_set(s, f, t);
         if (!fmpq_is_zero(e->num)) {
+            multiplied |= !fmpq_mpoly_is_fmpq(f->den, s->mctx);
             fmpq_mpoly_t c;
             fmpq_mpoly_init(c, s->mctx);
             fmpq_mpoly_scalar_mul_fmpq(c, f->den, e->num, s->mctx);
             fmpq_mpoly_add(f->num, f->num, c, s->mctx);
             fmpq_mpoly_clear(c, s->mctx);
         }
-        ok = preduce(s, f->num);
+        /* Every conversion's numerator is reduced (numbers and atoms are,
+         * products are preduced), and a sum of reduced polynomials is
+         * reduced (its monomials are theirs): only products formed for
+         * a common denominator need the reduction again. */
+        if (multiplied) ok = preduce(s, f->num);
     }
     for (i = 0; i < built; i++) frac_clear(s, t + i);
     free(t);
