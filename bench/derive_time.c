@@ -6,7 +6,8 @@
  *
  * Usage: derive_time MODEL [REPEATS]
  * Prints key=value lines, CPU milliseconds of one repeat:
- *   derive_ms  parse, every SPEC section 3 key, tidy for JSON (median)
+ *   raw_ms     parse and every SPEC section 3 key, as derived (median)
+ *   derive_ms  the same and the tidy for display (derive.h) (median)
  *   json_ms    the same and the JSON text written to /dev/null (median)
  *   first_ms   the first derive_ms repeat (cold caches and allocator)
  * Each repeat works in a fresh context. */
@@ -35,8 +36,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One repeat: CPU ms, or -1 with the error printed. */
-static double once(const char *path, FILE *json)
+enum { RAW, TIDY, JSON };
+
+/* One repeat up to stage `upto`: CPU ms, or -1 with the error printed. */
+static double once(const char *path, int upto, FILE *json)
 {
     double t0 = cpu_ms();
     ch_ctx *ctx = ch_ctx_new();
@@ -45,8 +48,8 @@ static double once(const char *path, FILE *json)
     ch_error err;
     ch_error_clear(&err);
     int bad = !ctx || ch_model_load(ctx, path, &m, &err) || ch_derive(ctx, m, &d, &err) ||
-              ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL) ||
-              (json && ch_derivation_fwrite(json, d, CH_FORMAT_JSON, 0, NULL, &err));
+              (upto >= TIDY && ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL)) ||
+              (upto == JSON && ch_derivation_fwrite(json, d, CH_FORMAT_JSON, 0, NULL, &err));
     if (bad) fprintf(stderr, "derive_time: %s: %s\n", path, err.code ? err.msg : "failed");
     ch_ctx_free(ctx);
     return bad ? -1.0 : cpu_ms() - t0;
@@ -61,22 +64,19 @@ int main(int argc, char **argv)
     int reps = argc > 2 ? atoi(argv[2]) : 11;
     if (reps < 1 || reps > 1000) reps = 11;
     FILE *null = fopen("/dev/null", "w");
-    double *t = malloc(2 * (size_t)reps * sizeof *t);
+    double *t = malloc(3 * (size_t)reps * sizeof *t);
     if (!null || !t) {
         fputs("derive_time: cannot open /dev/null or out of memory\n", stderr);
         return 1;
     }
-    double first = 0.0;
-    for (int i = 0; i < reps; i++) {
-        t[i] = once(argv[1], NULL);
-        t[reps + i] = once(argv[1], null);
-        if (t[i] < 0 || t[reps + i] < 0) return 1;
-        if (i == 0) first = t[0];
-    }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    qsort(t + reps, (size_t)reps, sizeof *t, cmp_double);
-    printf("derive_ms=%.2f\njson_ms=%.2f\nfirst_ms=%.2f\n", t[reps / 2],
-           t[reps + reps / 2], first);
+    static const int order[3] = {TIDY, RAW, JSON}; /* the cold run is derive_ms's */
+    for (int i = 0; i < reps; i++)
+        for (int j = 0; j < 3; j++)
+            if ((t[order[j] * reps + i] = once(argv[1], order[j], null)) < 0) return 1;
+    double first = t[TIDY * reps];
+    for (int s = RAW; s <= JSON; s++) qsort(t + s * reps, (size_t)reps, sizeof *t, cmp_double);
+    printf("raw_ms=%.2f\nderive_ms=%.2f\njson_ms=%.2f\nfirst_ms=%.2f\n", t[reps / 2],
+           t[reps + reps / 2], t[2 * reps + reps / 2], first);
     fclose(null);
     free(t);
     return 0;
