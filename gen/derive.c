@@ -5,6 +5,7 @@
  * reactions, §3 energy, §4 reduced form, §5 Hamiltonian side. */
 #include "derive.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "matrix.h"
@@ -160,7 +161,7 @@ static const ch_expr **tidy_all(ch_ctx *ctx, ch_map *memo, size_t rows,
     return t;
 }
 
-/* The deferred entry: the identity of 001 eq. 19, tested now. */
+/* The deferred entry of the identity of 001 eq. 19: tested now. */
 static void test_identity(ch_derivation *d, ch_entry *e)
 {
     ch_reduce_test_identity(d->ctx, &d->red);
@@ -173,6 +174,27 @@ static void test_identity(ch_derivation *d, ch_entry *e)
                     "at random points on the constraint manifold (ball arithmetic)";
     if (e->verdict != 1) e->note = "NOT verified: this is a bug, please report it";
     e->deferred = 0;
+}
+
+static void set_vec(ch_entry *e, size_t rows, const ch_expr *const *v,
+                    const char *const *labels);
+
+/* The deferred multipliers entry: lambda(t, q, q_t) derived now, for a
+ * small system; the entry keeps its note otherwise, or says why the
+ * derivation failed (a display quantity does not fail the command). */
+static void explicit_multipliers(ch_derivation *d, ch_entry *e)
+{
+    const ch_expr **lam;
+    e->deferred = 0;
+    if (ch_chetaev_explicit_lambda(d->ctx, &d->mf, &lam)) {
+        char why[sizeof ch_ctx_error(d->ctx)->msg + 32];
+        snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(d->ctx)->msg);
+        ch_ctx_clear_error(d->ctx);
+        const char *note = ch_ctx_strdup(d->ctx, why);
+        if (note) e->note = note;
+        return;
+    }
+    if (lam) set_vec(e, d->mf.k, lam, e->row_labels);
 }
 
 int ch_derivation_selected(const ch_derivation *d, size_t i, ch_format fmt,
@@ -197,7 +219,10 @@ int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
     for (size_t i = 0; i < d->n && !rc; i++) {
         ch_entry *e = &d->entry[i];
         if (!ch_derivation_selected(d, i, fmt, nonly, only)) continue;
-        if (e->deferred) test_identity(d, e);
+        if (e->deferred && strcmp(e->key, "multipliers") == 0)
+            explicit_multipliers(d, e);
+        else if (e->deferred)
+            test_identity(d, e);
         if (!e->tidy) continue;
         size_t count = e->kind == CH_ENTRY_MATRIX ? e->rows * e->cols : e->rows;
         const ch_expr **t = tidy_all(d->ctx, &memo, count, e->e);
@@ -360,10 +385,10 @@ static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
     e->rows = k;
     e->e = c->sigma;
     e->row_labels = cn;
-    if (c->lambda_explicit)
-        set_vec(entry(d, "multipliers"), k, c->lambda_explicit, cn);
-    else
-        entry(d, "multipliers")->note = "shown for systems with at most 4 coordinates";
+    e = entry(d, "multipliers");
+    e->note = "shown for systems with at most 4 coordinates";
+    e->row_labels = cn;
+    e->deferred = 1; /* display-only: derived when shown */
 }
 
 static int fill_reduced(ch_derivation *d)

@@ -385,15 +385,14 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
     return s ? s : e;
 }
 
-/* lambda = -W^-1 (G X_Q + c), W = G X_G, where M [X_G | X_Q] = [G^T | Q - h].
- * Sets *out (NULL when W or M is singular at generic points); -1 on failure
- * (context error set). */
-static int explicit_lambda(ch_ctx *ctx, const ch_manifold *mf,
-                           const ch_expr ***out)
+/* lambda = -W^-1 (G X_Q + c), W = G X_G, where M [X_G | X_Q] = [G^T | Q - h]. */
+int ch_chetaev_explicit_lambda(ch_ctx *ctx, const ch_manifold *mf,
+                               const ch_expr ***out)
 {
     size_t n = mf->n, k = mf->k, w = k + 1;
     const ch_lagrange *L = mf->lag;
     *out = NULL;
+    if (!k || n > LAMBDA_EXPLICIT_MAX_N) return 0;
     const ch_expr **B = ch_mat_new(ctx, n, w), **X = ch_mat_new(ctx, n, w);
     const ch_expr **W = ch_mat_new(ctx, k, k), **rhs = ch_mat_new(ctx, k, 1);
     const ch_expr **lam = ch_mat_new(ctx, k, 1);
@@ -478,10 +477,6 @@ int ch_chetaev_derive(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *out,
     if (!on_manifold) return ctx_failed(ctx, err, m, m->lagrangian_pos);
     int rc = decide_energy(ctx, mf, &C, rest, qpow, on_manifold, err);
     if (rc) return rc;
-
-    if (k && n <= LAMBDA_EXPLICIT_MAX_N
-        && explicit_lambda(ctx, mf, &C.lambda_explicit))
-        return ctx_failed(ctx, err, m, cpos);
     *out = C;
     return 0;
 }

@@ -20,12 +20,17 @@ typedef struct ch_chetaev {
     int energy_conserved;           /* 1 true, 0 false, -1 unknown */
     const char *energy_reason;      /* one sentence for readers (arena) */
     ch_zero_result energy_test;     /* how the verdict was reached */
-    /* Explicit multipliers lambda(t, q, q_t) for small systems (n <= 4),
-     * from lambda = -W^-1 (G M^-1 (Q - h) + c), W = G M^-1 G^T; else NULL. */
-    const ch_expr **lambda_explicit;
 } ch_chetaev;
 
 int ch_chetaev_derive(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *out,
                       ch_error *err);
+
+/* Explicit multipliers lambda(t, q, q_t) of a small system (n <= 4), from
+ * lambda = -W^-1 (G M^-1 (Q - h) + c), W = G M^-1 G^T, into *out (k
+ * expressions in the arena); *out is NULL for a larger system or where W
+ * or M is singular at generic points. A display quantity, derived only
+ * when shown. 0, or -1 on failure (context error set). */
+int ch_chetaev_explicit_lambda(ch_ctx *ctx, const ch_manifold *mf,
+                               const ch_expr ***out);
 
 #endif
