@@ -922,6 +922,26 @@ static slong tdeg(nf_state *s, const fmpq_mpoly_t p)
     return r;
 }
 
+/* Words of packed exponents exps_or reads at most (512 variables of 8
+ * bits): larger polynomials take the exact paths. */
+#define OR_MAX_WORDS 64
+
+/* The bitwise or of the packed exponents of p's terms, word by word, into
+ * any: a field of the or is at least the largest exponent of its
+ * variable. The number of words, or 0 when the exponents are not packed
+ * in single words or take more than OR_MAX_WORDS. */
+static slong exps_or(nf_state *s, const fmpq_mpoly_t p, ulong *any)
+{
+    const fmpz_mpoly_struct *z = p->zpoly;
+    if (z->bits > FLINT_BITS) return 0;
+    slong words = mpoly_words_per_exp_sp(z->bits, s->mctx->zctx->minfo);
+    if (words > OR_MAX_WORDS) return 0;
+    for (slong w = 0; w < words; w++) any[w] = 0;
+    for (slong i = 0; i < z->length; i++)
+        for (slong w = 0; w < words; w++) any[w] |= z->exps[words * i + w];
+    return words;
+}
+
 /* Whether the total degree of p is at most limit. First the sum of the
  * fields of the OR of all packed exponents, a bound on the total degree
  * that costs one OR per word and term; the exact degree only when that
@@ -929,16 +949,14 @@ static slong tdeg(nf_state *s, const fmpq_mpoly_t p)
 static int deg_at_most(nf_state *s, const fmpq_mpoly_t p, slong limit)
 {
     const fmpz_mpoly_struct *z = p->zpoly;
-    if (z->length > 0 && z->bits <= 32) {
-        slong words = mpoly_words_per_exp_sp(z->bits, s->mctx->zctx->minfo);
+    ulong any[OR_MAX_WORDS];
+    slong words = z->length > 0 && z->bits <= 32 ? exps_or(s, p, any) : 0;
+    if (words) {
         slong per = FLINT_BITS / (slong)z->bits, bound = 0;
         ulong mask = (UWORD(1) << z->bits) - 1;
-        for (slong w = 0; w < words; w++) {
-            ulong any = 0;
-            for (slong i = 0; i < z->length; i++) any |= z->exps[words * i + w];
+        for (slong w = 0; w < words; w++)
             for (slong f = 0; f < per; f++)
-                bound += (slong)((any >> (f * (slong)z->bits)) & mask);
-        }
+                bound += (slong)((any[w] >> (f * (slong)z->bits)) & mask);
         if (bound <= limit) return 1;
     }
     return tdeg(s, p) <= limit;
@@ -1029,24 +1047,19 @@ static int substitute_power(nf_state *s, fmpq_mpoly_t p, slong v, ulong L,
 }
 
 /* 1 when no term of p is divisible by a relation's leading power, read
- * off the bitwise or of p's packed exponents: a field of the or is at
- * least the largest exponent of its variable, so or < lead_pow proves
- * every exponent is (exactly so for lead_pow a power of two, as for
- * sin^2 and cos^2). 0 when unsure: then the degrees are computed. */
+ * off the or of p's exponents (exps_or): a field of the or below lead_pow
+ * proves every exponent is (exactly so for lead_pow a power of two, as
+ * for sin^2 and cos^2). 0 when unsure: then the degrees are computed. */
 static int lead_free(nf_state *s, const fmpq_mpoly_t p)
 {
     const fmpz_mpoly_struct *z = p->zpoly;
-    const mpoly_ctx_struct *minfo = s->mctx->zctx->minfo;
-    ulong any[8] = {0};
-    if (z->bits > FLINT_BITS) return 0;
-    slong words = mpoly_words_per_exp_sp(z->bits, minfo);
-    if (words > 8) return 0;
-    for (slong i = 0; i < z->length; i++)
-        for (slong w = 0; w < words; w++) any[w] |= z->exps[words * i + w];
+    ulong any[OR_MAX_WORDS];
+    if (!exps_or(s, p, any)) return 0;
     ulong mask = z->bits == FLINT_BITS ? ~UWORD(0) : (UWORD(1) << z->bits) - 1;
     for (slong r = 0; r < s->nrel; r++) {
         slong off, shift;
-        mpoly_gen_offset_shift_sp(&off, &shift, s->lead_var[r], z->bits, minfo);
+        mpoly_gen_offset_shift_sp(&off, &shift, s->lead_var[r], z->bits,
+                                  s->mctx->zctx->minfo);
         if (((any[off] >> shift) & mask) >= s->lead_pow[r]) return 0;
     }
     return 1;
