@@ -145,7 +145,7 @@ class Bench:
         out = os.path.join(self.tmp, "gen_" + name)
         res["derive"] = self.stage(name, "derive",
                                    [self.bin, "derive", nh, "--format", "json"])[0]
-        res["derive_in"], res["derive_raw"] = self.in_process(name, nh, res["derive"])
+        res["derive_in"], res["derive_raw"] = self.in_process(nh, res["derive"])
         res["emit"], e = self.stage(name, "emit",
                                     [self.bin, "emit", nh, "--form", "all", "-o", out])
         res["rss"] = e["rss_mb"] if e and e["rc"] == 0 else res["emit"]
@@ -165,7 +165,7 @@ class Bench:
             res.update(self.harness(cc, pre, hand if os.path.exists(hand) else None))
         return res
 
-    def in_process(self, name, nh, whole):
+    def in_process(self, nh, whole):
         """The derivation timed inside one process (bench/derive_time.c):
         SymPy's derive_s is measured the same way, after its start-up.
         Median of 11 repeats, of 3 over 0.1 s, the one run over 1 s; with
