@@ -70,6 +70,10 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
+    const ch_expr **ham_kane; /* y*_t and eta from the Kane form (ham_kane), or NULL */
+    int ham_from_kane;        /* kn_ham's program is the Kane form's */
+    int eta_from_kane;        /* kn_eta's too */
+    ch_opcount ham_ops;       /* of kn_ham */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -240,6 +244,45 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
         kernel_put(e, name, &prog);
 }
 
+/* The closed form's outputs are not built for kn_ham and kn_eta where
+ * their DAG has more than this many nodes per unit of the Kane form's
+ * program cost (call_cost): that program was the cheaper on every model
+ * tried (the examples, the n-trailer), the closed form's CSE is the
+ * largest of `emit --form hamilton`, and its DAG grows as N^2 on the
+ * n-trailer (y*_t of the 10-trailer: 1970 nodes against 1269, of the
+ * 24-trailer 9215 against 2977). */
+#define HAM_CLOSED_MAX_RATIO 2
+
+/* kn_NAME with the m outputs from the closed-form H* (the derivation's
+ * closed) or from the Kane form (kane, NULL where it does not apply),
+ * whichever program costs less per call. 1 when the Kane form's was
+ * taken. */
+static int kernel_or_kane(emitter *e, const char *name, const ch_expr *const *closed,
+                          const ch_expr *const *kane)
+{
+    size_t m = e->mi;
+    ch_cse_prog kp, sp;
+    if (!kane) {
+        kernel(e, name, m, closed);
+        return 0;
+    }
+    if (kernel_build(e, m, kane, &kp, 0)) return 0;
+    double kcost = call_cost(&kp.after);
+    size_t cap = (size_t)(HAM_CLOSED_MAX_RATIO * kcost) + 64;
+    int use_closed = ch_dag_size_many(m, closed, cap) < cap;
+    if (use_closed && kernel_build(e, m, closed, &sp, 0) == 0) {
+        use_closed = call_cost(&sp.after) <= kcost;
+        ch_cse_prog_free(use_closed ? &kp : &sp);
+        if (use_closed) kp = sp;
+    }
+    if (e->failed) {
+        ch_cse_prog_free(&kp);
+        return 0;
+    }
+    kernel_put(e, name, &kp);
+    return !use_closed;
+}
+
 static const ch_expr **earr(emitter *e, size_t n)
 {
     const ch_expr **a = ch_ctx_alloc(e->ctx, (n ? n : 1) * sizeof *a);
@@ -401,7 +444,9 @@ static void fun_vel(emitter *e)
         kernel_con(e);
     }
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
-        kernel(e, "eta", e->mi, e->d->ham.eta);
+        e->eta_from_kane = kernel_or_kane(e, "eta", e->d->ham.eta,
+                                          e->ham_kane && e->ham_kane[e->mi]
+                                              ? e->ham_kane + e->mi : NULL);
     if (e->failed) return;
     ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
                   " * the constraint block is singular or Newton does not converge. */\n"
@@ -1091,6 +1136,59 @@ static int alpha_linear(emitter *e)
     return !ch_any_has_any_sym(k * n, e->d->lag.G, n, e->m->qt);
 }
 
+struct ch_emit_cache {
+    ch_cse_cache *cse;
+    int ham_done;             /* ham_kane was called */
+    const ch_expr **ham_kane; /* and returned this */
+};
+
+ch_emit_cache *ch_emit_cache_new(void)
+{
+    ch_emit_cache *c = calloc(1, sizeof *c);
+    if (c && !(c->cse = ch_cse_cache_new())) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void ch_emit_cache_free(ch_emit_cache *c)
+{
+    if (!c) return;
+    ch_cse_cache_free(c->cse);
+    free(c);
+}
+
+/* y*_t and eta (2m entries) from the Lagrangian's Kane form
+ * (ch_hamilton_kane) where H* exists, the constraints are linear and
+ * homogeneous in the velocities and G_d is triangular, else NULL; eta[0]
+ * is NULL where A^-1 y failed. Built before anything else of every form
+ * (once when the forms share a cache), so that its nodes precede all the
+ * others each time: the forms share one context, whose node ids order the
+ * sums, and a form's file must not depend on the forms emitted with it. */
+static const ch_expr **ham_kane(emitter *e)
+{
+    const ch_derivation *d = e->d;
+    size_t n = e->n, k = e->k, nv = n * n + k * n + n + k;
+    if (!d->ham.exists || k == 0 || !alpha_linear(e)) return NULL;
+    ch_kane kn;
+    int rc = ch_kane_split(e->ctx, e->m, d->lag.Q, &kn);
+    const ch_expr **v = earr(e, nv), **yt = earr(e, 2 * e->mi);
+    unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
+    if (rc == 0 && v && yt && nz) {
+        memset(nz, 0, nv);
+        for (size_t i = 0; i < nv; i++) v[i] = NULL;
+        for (size_t j = 0; j < k * n; j++) { /* ch_hamilton_kane reads G only */
+            v[n * n + j] = d->lag.G[j];
+            nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
+        }
+        ch_redsolve in = {n, k, e->mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
+        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + e->mi);
+    }
+    if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
+    return rc == 0 && v && yt && nz ? yt : NULL;
+}
+
 /* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
  * and alpha factored (ch_factor_sums, distribute), M and b as they are:
  * what ch_reduced_kane reads. NULL when the factoring failed. */
@@ -1372,6 +1470,13 @@ static void kernel_hyt(emitter *e)
     kernel(e, "hyt", mi * mi + mi, o);
 }
 
+/* kn_ham: y*_t (002 eq. 4.17, or from the Kane form). */
+static void kernel_ham(emitter *e)
+{
+    e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, e->ham_kane);
+    e->ham_ops = e->last;
+}
+
 static void fun_energy_vel(emitter *e)
 {
     ch_buf *b = &e->fun;
@@ -1605,7 +1710,13 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
         ch_buf_printf(b, " * right side: kn_dyn (M, G, b = Q - h, r = -c), %.0f operations "
                          "per call, then one dense solve.\n", opcount_total(&e->dyn_ops));
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
-        ch_buf_put(b, " * Legendre map inverted symbolically (closed-form H*).\n");
+        ch_buf_printf(b, " * Legendre map inverted symbolically (%s); y*' from the "
+                         "%s, %.0f operations per call.\n",
+                      e->eta_from_kane ? "eta = A^-1 y, A = sum_b mu_b P_b P_b^T of the Kane form"
+                                       : "closed-form H*",
+                      e->ham_from_kane ? "Kane form, B^T F + sum_b mu_b E_b (dP_b/dt - B^T g_b)"
+                                       : "closed-form H* (002 eq. 4.17)",
+                      opcount_total(&e->ham_ops));
     else if (e->form == CH_FORM_HAMILTON)
         ch_buf_printf(b, " * Legendre map inverted numerically (no closed-form H*): %s.\n",
                       e->d->ham.quadratic ? "L* quadratic in the velocities, one linear solve"
@@ -1624,7 +1735,7 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
 }
 
 int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
-                     const char *prefix, ch_cse_cache *cache, ch_buf *header,
+                     const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
     emitter e;
@@ -1661,15 +1772,18 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     /* a cache of this call's own when the caller has none: kn_acc starts
      * from kn_dyn's program */
     e.shared = cache != NULL;
-    e.cache = cache ? cache : ch_cse_cache_new();
+    e.cache = cache ? cache->cse : ch_cse_cache_new();
 
+    if (!cache || !cache->ham_done) e.ham_kane = ham_kane(&e);
+    else e.ham_kane = cache->ham_kane;
+    if (cache) cache->ham_done = 1, cache->ham_kane = e.ham_kane;
     int need_dyn = form == CH_FORM_FULL || e.k > 0;
     if (need_dyn) kernel_dyn(&e);
     fun_vel(&e);
     if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
     if (e.ham_numeric) kernel_hyt(&e);
-    else if (form == CH_FORM_HAMILTON) kernel(&e, "ham", e.mi, d->ham.yt);
+    else if (form == CH_FORM_HAMILTON) kernel_ham(&e);
     fun_state_from(&e);
     fun_rhs(&e);
     fun_energy_vel(&e);

@@ -85,14 +85,22 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source,
               ch_error *err);
 
-/* ch_emit_c with the programs of the kernels that several forms have kept
- * in cache (cse.h) for the next calls: kn_dyn, kn_alpha, kn_en, kn_integ
- * and the symbolic reduced right side are built once for all forms (a
- * caller emitting several forms of one model passes one cache to each call
- * and frees it after; NULL: none kept). The output is the same as
- * ch_emit_c's. */
+/* What the forms of one model share when emitted one after the other:
+ * the programs of the kernels that several forms have (cse.h: kn_dyn,
+ * kn_alpha, kn_en, kn_integ and the symbolic reduced right side, each
+ * built once) and the Kane form's y*_t and eta. One context and one
+ * derivation only; it must not outlive them. NULL from new when out of
+ * memory. */
+typedef struct ch_emit_cache ch_emit_cache;
+ch_emit_cache *ch_emit_cache_new(void);
+void ch_emit_cache_free(ch_emit_cache *c);
+
+/* ch_emit_c with what several forms share kept in cache for the next
+ * calls (a caller emitting several forms of one model passes one cache to
+ * each call and frees it after; NULL: none kept). The output is the same
+ * as ch_emit_c's. */
 int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
-                     const char *prefix, ch_cse_cache *cache, ch_buf *header,
+                     const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err);
 
 #endif

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diff.h"
+#include "matrix.h"
+
 typedef struct {
     const ch_redsolve *in;
     ch_buf *b;
@@ -1035,6 +1038,82 @@ static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col
     }
 }
 
+/* P_b = B^T a_b (m entries, NULL where zero): term b's velocity per unit
+ * independent velocity. */
+static void kane_p(ch_ctx *ctx, const gen *g, const ch_expr *const *X, const ch_expr *const *a,
+                   const ch_expr **t, const ch_expr **P)
+{
+    for (size_t r = 0; r < g->m; r++) {
+        size_t nt = 0;
+        if (!ch_is_zero(a[g->in->indep[r]])) t[nt++] = a[g->in->indep[r]];
+        x_dot(ctx, g, X, r, a, -1, t, &nt);
+        P[r] = nonzero(ch_add_n(ctx, nt, t));
+    }
+}
+
+/* A = sum_b mu_b P_b P_b^T (m x m, symmetric) into out. */
+static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *const *P,
+                   const ch_expr **t, const ch_expr **out)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = r; c < m; c++) {
+            size_t nt = 0;
+            for (size_t b = 0; b < kn->nb; b++)
+                if (P[b * m + r] && P[b * m + c])
+                    t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, P[b * m + r], P[b * m + c]));
+            out[r * m + c] = out[c * m + r] = ch_add_n(ctx, nt, t);
+        }
+}
+
+int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
+                     const ch_expr **eta)
+{
+    gen g = gen_of(in);
+    size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
+    size_t tcap = 2 * (n + k + nb) + 2;
+    const ch_expr **X = calloc(k * w + 1, sizeof *X), **t = calloc(tcap, sizeof *t);
+    const ch_expr **P = calloc(nb * m + 1, sizeof *P), **piv = calloc(k + 1, sizeof *piv);
+    int rc = -1;
+    if (!X || !t || !P || !piv || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
+    if ((rc = solve_x(ctx, &g, v, X, t, piv, NULL, 1))) goto done;
+    for (size_t b = 0; b < nb; b++) kane_p(ctx, &g, X, kn->a + b * n, t, P + b * m);
+    for (size_t r = 0; r < m; r++) {
+        /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b
+         * in a sum of its own behind the terms taken so far */
+        size_t nt = 0;
+        t[nt++] = kn->F[in->indep[r]];
+        x_dot(ctx, &g, X, r, kn->F, -1, t, &nt);
+        for (size_t b = 0; b < nb; b++) {
+            const ch_expr *const *gb = kn->g + b * n;
+            size_t n0 = nt;
+            if (P[b * m + r]) t[nt++] = ch_diff_t(ctx, P[b * m + r]);
+            if (!ch_is_zero(gb[in->indep[r]])) t[nt++] = ch_neg(ctx, gb[in->indep[r]]);
+            x_dot(ctx, &g, X, r, gb, 1, t, &nt);
+            const ch_expr *inner = nt > n0 ? nonzero(ch_add_n(ctx, nt - n0, t + n0)) : NULL;
+            nt = n0;
+            if (inner) t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, kn->E[b], inner));
+        }
+        yt[r] = ch_add_n(ctx, nt, t);
+    }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t r = 0; r < m; r++)
+        if (!yt[r]) rc = -1;
+    /* eta = A^-1 y: y* = A v, as the constraints and the E_b are
+     * homogeneous in the velocities; A = sum_b mu_b P_b P_b^T as in
+     * ch_reduced_kane */
+    const ch_expr **A = rc ? NULL : calloc(m * m + 1, sizeof *A);
+    if (A) kane_a(ctx, m, kn, P, t, A);
+    if (!A || ch_mat_solve(ctx, m, A, 1, y, eta)) {
+        ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
+        eta[0] = NULL;
+    }
+    free(A);
+done:
+    free(X), free(t), free(P), free(piv);
+    return rc;
+}
+
 int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                     const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
 {
@@ -1049,26 +1128,13 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
     if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 1))) goto done;
     for (size_t b = 0; b < nb; b++) {
         const ch_expr *const *a = kn->a + b * n;
-        for (size_t r = 0; r < m; r++) {
-            size_t nt = 0;
-            if (!ch_is_zero(a[in->indep[r]])) t[nt++] = a[in->indep[r]];
-            x_dot(ctx, &g, X, r, a, -1, t, &nt);
-            P[b * m + r] = nonzero(ch_add_n(ctx, nt, t));
-        }
+        kane_p(ctx, &g, X, a, t, P + b * m);
         size_t nt = 0;
         if (!ch_is_zero(kn->acc[b])) t[nt++] = kn->acc[b];
         x_dot(ctx, &g, X, m, a, 1, t, &nt);
         acc[b] = nonzero(ch_add_n(ctx, nt, t));
     }
-    /* A = sum_b mu_b P_b P_b^T */
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = r; c < m; c++) {
-            size_t nt = 0;
-            for (size_t b = 0; b < nb; b++)
-                if (P[b * m + r] && P[b * m + c])
-                    t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, P[b * m + r], P[b * m + c]));
-            out[r * m + c] = out[c * m + r] = ch_add_n(ctx, nt, t);
-        }
+    kane_a(ctx, m, kn, P, t, out);
     /* f = B^T F - sum_b mu_b (P_b (V(E_b) + a_b . w) + E_b B^T g_b) */
     for (size_t r = 0; r < m; r++) {
         size_t nt = 0;

@@ -75,6 +75,25 @@ int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
 int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                     const ch_kane *kn, const ch_expr **out, const ch_expr **bd);
 
+/* The Poincare-Hamilton right side y*_t = d/dt y*(t, q, q'_r) from the
+ * same Kane form, for constraints linear in the velocities (G free of
+ * them, so B depends on t and q only): with y*_r = sum_b mu_b E_b P_b^r
+ * and A v_t = f (ch_reduced_kane),
+ *   yt_r = (B^T F)_r + sum_b mu_b E_b (dP_b^r/dt - (B^T g_b)_r),
+ * the accelerations cancel. The E_b and dP_b/dt read all n velocities
+ * (the dependent ones as the constraints give them). On the n-trailer
+ * every P_b and its time derivative are the previous one plus a term, so
+ * the CSE's partial sums make yt O(N) where the closed-form H*'s
+ * p*_nu B^nu_r sums are O(N^2). The constraints being homogeneous
+ * (Chetaev's sigma = 1), y* = A v with A = sum_b mu_b P_b P_b^T, and eta
+ * (m entries) gets the independent velocities A^-1 y of the momentum
+ * symbols y, or eta[0] = NULL where that solve fails. v is read for G
+ * only. Returns 0 with m entries in yt, 1 when G_d is not triangular, -1
+ * (a node limit, out of memory). */
+int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
+                     const ch_expr **eta);
+
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)
  * and whose right side is in vt[0..m), in place, followed by the return

@@ -296,7 +296,7 @@ static int write_text(const char *dir, const char *name, const char *ext,
  * not exist for the model and skip_missing is set. */
 static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
                      const char *prefix, const char *dir, int skip_missing,
-                     ch_cse_cache *cache)
+                     ch_emit_cache *cache)
 {
     ch_buf h, c;
     ch_buf_init(&h);
@@ -388,7 +388,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
     ch_derivation *d = NULL;
     int rc = load_derive(ctx, path, max_nodes, &m, &d), written = 0;
     /* the forms share kernels: each built once */
-    ch_cse_cache *cache = all ? ch_cse_cache_new() : NULL;
+    ch_emit_cache *cache = all ? ch_emit_cache_new() : NULL;
     for (int f = 0; !rc && f < 3; f++) {
         if (!all && f != ch_form_parse(form)) continue;
         char pre[128];
@@ -408,7 +408,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
         fputs("chetaev emit: the model has no form to emit\n", stderr);
         rc = EXIT_MODEL;
     }
-    ch_cse_cache_free(cache);
+    ch_emit_cache_free(cache);
     ch_ctx_free(ctx);
     return rc;
 }
