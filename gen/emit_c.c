@@ -199,16 +199,27 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
 
 static double call_cost(const ch_opcount *c);
 
+/* A candidate program of kernel() is not built when its outputs' DAG has
+ * more than this many nodes per unit of the cheapest program's cost
+ * built so far (call_cost), plus KERNEL_PRUNE_SLACK: on the large models
+ * measured a program costs at least 0.8 per DAG node (kn_dyn of the
+ * 100-trailer: plain 81691 for 97960 nodes, factored 111484 for 92517
+ * and 32510 for 28468), so it could not win, and kn_dyn's CSE builds were
+ * the largest part of `emit --form full`. The slack keeps every candidate
+ * of the small models, whose cost per node varies most. */
+#define KERNEL_PRUNE_RATIO 2
+#define KERNEL_PRUNE_SLACK 64
+
 /* kn_NAME, from the outputs as they are or, for kn_dyn and kn_alpha,
  * with the common factors taken out of their sums
  * (ch_factor_sums, without and with distributing over small sums first:
  * the Coriolis terms of a chain, the bias of the n-trailer's constraints
  * become a few products of shared partial sums a row), whichever is
- * cheapest by call_cost (kn_dyn's outputs, e->dyn_outs, are then those
- * used). */
+ * cheapest by call_cost, the earlier on a tie (kn_dyn's outputs,
+ * e->dyn_outs, are then those used). The candidates are built smallest
+ * DAG first, and those that cannot win are not (KERNEL_PRUNE_RATIO). */
 static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *const *outs)
 {
-    ch_cse_prog prog, fprog;
     /* the kernels that every form has (with the same outputs) */
     int again = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
                 !strcmp(name, "integ");
@@ -222,26 +233,38 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
      * hamilton` (sums are ordered by node id). */
     int rhs = !strcmp(name, "dyn") || !strcmp(name, "alpha");
     int dyn = !strcmp(name, "dyn");
-    const ch_expr *const *plain = outs;
-    if (kernel_build(e, nout, outs, &prog, again)) return;
-    for (int dist = 0; rhs && dist < 2 && !e->failed; dist++) {
-        const ch_expr **fac = ch_factor_sums(e->ctx, nout, plain, dist);
-        if (!fac) continue;
-        if (dyn) e->dyn_outs = fac; /* so that kernel_build caches it */
-        if (kernel_build(e, nout, fac, &fprog, again) == 0 &&
-            call_cost(&fprog.after) < call_cost(&prog.after)) {
-            ch_cse_prog_free(&prog);
-            prog = fprog;
-            outs = fac;
-        } else if (!e->failed) {
-            ch_cse_prog_free(&fprog);
+    const ch_expr *const *cand[3] = {outs, NULL, NULL};
+    size_t dag[3] = {0, 0, 0};
+    for (int dist = 0; rhs && dist < 2; dist++) /* the nodes in this order always */
+        cand[1 + dist] = ch_factor_sums(e->ctx, nout, outs, dist);
+    for (int i = 0; i < 3; i++) dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
+    ch_cse_prog best, p;
+    int have = -1;
+    double best_cost = 0.0;
+    for (int round = 0; round < 3 && !e->failed; round++) {
+        int i = -1; /* the smallest DAG not yet tried */
+        for (int j = 0; j < 3; j++)
+            if (cand[j] && (i < 0 || dag[j] < dag[i])) i = j;
+        if (i < 0) break;
+        const ch_expr *const *c = cand[i];
+        cand[i] = NULL;
+        if (have >= 0 && dag[i] > KERNEL_PRUNE_RATIO * best_cost + KERNEL_PRUNE_SLACK) continue;
+        if (dyn) e->dyn_outs = (const ch_expr **)c; /* so that kernel_build caches it */
+        if (kernel_build(e, nout, c, &p, again)) break;
+        double cost = call_cost(&p.after);
+        if (have < 0 || cost < best_cost || (cost == best_cost && i < have)) {
+            if (have >= 0) ch_cse_prog_free(&best);
+            best = p, best_cost = cost, have = i, outs = c;
+        } else {
+            ch_cse_prog_free(&p);
         }
-        if (dyn) e->dyn_outs = (const ch_expr **)outs;
     }
+    if (dyn) e->dyn_outs = (const ch_expr **)outs;
+    if (have < 0) return;
     if (e->failed)
-        ch_cse_prog_free(&prog);
+        ch_cse_prog_free(&best);
     else
-        kernel_put(e, name, &prog);
+        kernel_put(e, name, &best);
 }
 
 /* The closed form's outputs are not built for kn_ham and kn_eta where
