@@ -163,6 +163,9 @@ class Bench:
         hand = os.path.join(BENCH, "hand", name + "_reduced.c")
         for cc in ("gcc", "tcc"):
             res.update(self.harness(cc, pre, hand if os.path.exists(hand) else None))
+        ham = os.path.join(out, name + "_hamilton")
+        if os.path.exists(ham + ".c"):
+            res["ham_gcc_ns"] = self.harness("gcc", ham, None)["gcc_ns"]
         return res
 
     def in_process(self, nh, whole):
@@ -338,6 +341,7 @@ ROWS = [  # label, chetaev key, SymPy key, scale, unit
     ("ns/eval gcc -O2, reduced form", "gcc_ns", "gcc_indep_ns", 1, ""),
     ("ns/eval tcc, reduced form", "tcc_ns", "tcc_indep_ns", 1, ""),
     ("ns/eval gcc -O2, full form", "full_gcc_ns", "gcc_indep_ns", 1, ""),
+    ("ns/eval gcc -O2, hamilton form", "ham_gcc_ns", "gcc_indep_ns", 1, ""),
     ("peak RSS [MB]", "rss", "peak_rss_mb", 1, "int"),
 ]
 
@@ -388,6 +392,7 @@ GROWTH = [  # label, source, key, unit
     ("chetaev ops (reduced)", "ch", "ops", "int"),
     ("chetaev ns gcc -O2", "ch", "gcc_ns", ""),
     ("chetaev ns tcc", "ch", "tcc_ns", ""),
+    ("chetaev ns gcc -O2, hamilton", "ch", "ham_gcc_ns", ""),
     ("SymPy Kane derive [s]", "kane", "derive_s", "s"),
     ("SymPy Lagrange derive [s]", "lagrange", "derive_s", "s"),
     ("SymPy Kane ops", "kane", "ops", "int"),
