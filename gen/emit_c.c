@@ -73,7 +73,9 @@ typedef struct {
     const ch_expr **ham_kane; /* y*_t and eta from the Kane form (ham_kane), or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
-    ch_opcount ham_ops;       /* of kn_ham */
+    int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
+    ch_opcount ham_ops;       /* of kn_ham or kn_hrhs */
+    ch_opcount eta_ops;       /* of kn_eta */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -167,15 +169,16 @@ static void opcount_add(ch_opcount *to, const ch_opcount *c)
     to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
 }
 
-/* static void kn_NAME(t, x, p, v, o): o[i] = outs[i]; frees prog. */
-static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
+/* static void kn_NAME(t, x, p, v, o): o[i] = outs[i] (v writable where
+ * the program writes velocities into it); frees prog. */
+static void kernel_put_v(emitter *e, const char *name, ch_cse_prog *prog, int writes_v)
 {
     ch_buf *b = &e->kern;
     ch_buf_printf(b, "/* %zu values; ", prog->n);
     ch_opcount_print(b, &prog->after);
     ch_buf_printf(b, " */\nstatic void kn_%s(double t, const double *x, "
-                     "const double *p, const double *v, double *o)\n{\n"
-                     "    (void)t; (void)x; (void)p; (void)v;\n", name);
+                     "const double *p, %sdouble *v, double *o)\n{\n"
+                     "    (void)t; (void)x; (void)p; (void)v;\n", name, writes_v ? "" : "const ");
     ch_buf_putn(b, prog->body.s, prog->body.len); /* (no strlen of megabytes) */
     for (size_t i = 0; i < prog->n; i++) { /* (printf is slow for tens of thousands) */
         char num[24];
@@ -195,6 +198,11 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
     opcount_add(&e->after, &prog->after);
     e->last = prog->after;
     ch_cse_prog_free(prog);
+}
+
+static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
+{
+    kernel_put_v(e, name, prog, 0);
 }
 
 static double call_cost(const ch_opcount *c);
@@ -237,7 +245,7 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
     size_t dag[3] = {0, 0, 0};
     for (int dist = 0; rhs && dist < 2; dist++) /* the nodes in this order always */
         cand[1 + dist] = ch_factor_sums(e->ctx, nout, outs, dist);
-    for (int i = 0; i < 3; i++) dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
+    for (int i = 0; rhs && i < 3; i++) dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
     ch_cse_prog best, p;
     int have = -1;
     double best_cost = 0.0;
@@ -276,34 +284,44 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
  * 24-trailer 9215 against 2977). */
 #define HAM_CLOSED_MAX_RATIO 2
 
-/* kn_NAME with the m outputs from the closed-form H* (the derivation's
- * closed) or from the Kane form (kane, NULL where it does not apply),
- * whichever program costs less per call. 1 when the Kane form's was
- * taken. */
-static int kernel_or_kane(emitter *e, const char *name, const ch_expr *const *closed,
-                          const ch_expr *const *kane)
+/* The cheaper program of the m outputs from the closed-form H* (the
+ * derivation's closed) and from the Kane form (kane): 1 when the Kane
+ * form's, 0 the closed form's, -1 when none (the emitter failed). */
+static int program_or_kane(emitter *e, const ch_expr *const *closed,
+                           const ch_expr *const *kane, ch_cse_prog *prog)
 {
     size_t m = e->mi;
-    ch_cse_prog kp, sp;
-    if (!kane) {
-        kernel(e, name, m, closed);
-        return 0;
-    }
-    if (kernel_build(e, m, kane, &kp, 0)) return 0;
-    double kcost = call_cost(&kp.after);
+    ch_cse_prog sp;
+    if (kernel_build(e, m, kane, prog, 0)) return -1;
+    double kcost = call_cost(&prog->after);
     size_t cap = (size_t)(HAM_CLOSED_MAX_RATIO * kcost) + 64;
     int use_closed = ch_dag_size_many(m, closed, cap) < cap;
     if (use_closed && kernel_build(e, m, closed, &sp, 0) == 0) {
         use_closed = call_cost(&sp.after) <= kcost;
-        ch_cse_prog_free(use_closed ? &kp : &sp);
-        if (use_closed) kp = sp;
+        ch_cse_prog_free(use_closed ? prog : &sp);
+        if (use_closed) *prog = sp;
     }
     if (e->failed) {
-        ch_cse_prog_free(&kp);
+        ch_cse_prog_free(prog);
+        return -1;
+    }
+    return !use_closed;
+}
+
+/* kn_NAME with the m outputs from the closed-form H* or from the Kane
+ * form (kane, NULL where it does not apply), whichever program costs less
+ * per call. 1 when the Kane form's was taken. */
+static int kernel_or_kane(emitter *e, const char *name, const ch_expr *const *closed,
+                          const ch_expr *const *kane)
+{
+    ch_cse_prog prog;
+    if (!kane) {
+        kernel(e, name, e->mi, closed);
         return 0;
     }
-    kernel_put(e, name, &kp);
-    return !use_closed;
+    int from_kane = program_or_kane(e, closed, kane, &prog);
+    if (from_kane >= 0) kernel_put(e, name, &prog);
+    return from_kane > 0;
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
@@ -466,10 +484,12 @@ static void fun_vel(emitter *e)
     } else if (k > 0) {
         kernel_con(e);
     }
-    if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
+    if (e->form == CH_FORM_HAMILTON && !e->ham_numeric) {
         e->eta_from_kane = kernel_or_kane(e, "eta", e->d->ham.eta,
                                           e->ham_kane && e->ham_kane[e->mi]
                                               ? e->ham_kane + e->mi : NULL);
+        e->eta_ops = e->last;
+    }
     if (e->failed) return;
     ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
                   " * the constraint block is singular or Newton does not converge. */\n"
@@ -648,6 +668,10 @@ static void fun_rhs(emitter *e)
                          "        dxdt[%zu + i] = s;\n    }\n"
                          "    return 0;\n}\n\n",
                       mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
+    } else if (e->ham_fused) {
+        ch_buf_printf(b, "    kn_hrhs(t, x, p, v, dxdt + %zu);\n"
+                         "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n    return 0;\n}\n\n",
+                      n, n);
     } else {
         ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
@@ -795,12 +819,13 @@ static uint64_t name_hash(const char *s, size_t n)
 }
 
 /* The temporary or local a statement "INDENT const double NAME = ...;"
- * defines (NAME's length), and the next identifier w<digits> or
- * vd<digits> in s from *pos (its start and length; 0 when none). */
+ * defines (NAME's length), and the next identifier w<digits>, vd<digits>
+ * or vi<digits> in s from *pos (its start and length; 0 when none). */
 static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
 {
     for (size_t i = *pos; i < len; i++) {
-        int start = (s[i] == 'w' || (s[i] == 'v' && i + 1 < len && s[i + 1] == 'd')) &&
+        int start = (s[i] == 'w' || (s[i] == 'v' && i + 1 < len &&
+                                     (s[i + 1] == 'd' || s[i + 1] == 'i'))) &&
                     (i == 0 || !(s[i - 1] == '_' || s[i - 1] == '.' ||
                                  (s[i - 1] >= 'a' && s[i - 1] <= 'z') ||
                                  (s[i - 1] >= 'A' && s[i - 1] <= 'Z') ||
@@ -815,18 +840,19 @@ static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
     return 0;
 }
 
-/* Reorders p's statements, with "const double vd<nu> = alpha's value;"
- * added for each dependent velocity (alpha's outputs first in p), so that
- * every name is defined before it is used (the program's own order is
- * topological, but the CSE sees a vd as a symbol and may put a statement
- * that reads it before alpha's value): depth first from the outputs.
- * Emitting first every statement that waits for no vd, then the vd, then
- * the rest, as before, cost the 10-trailer's kernel 6% (224 -> 211 ns).
+/* Reorders p's statements, with "const double NAME = value;" added for
+ * each of the nloc locals (velocities: vd<nu> for alpha's values, vi<r>
+ * for eta's; their values are p's first nloc outputs), so that every name
+ * is defined before it is used (the program's own order is topological,
+ * but the CSE sees a local as a symbol and may put a statement that reads
+ * it before its value): depth first from the outputs. Emitting first
+ * every statement that waits for no local, then the locals, then the
+ * rest, as before, cost the 10-trailer's kernel 6% (224 -> 211 ns).
  * 1 when done (p->body replaced), 0 otherwise (a statement not of the
  * expected form). */
-static int order_vdep(emitter *e, ch_cse_prog *p)
+static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *const *names)
 {
-    size_t k = e->k;
+    size_t k = nloc;
     const char *body = p->body.s ? p->body.s : "";
     /* the statements: the program's lines, then the vd definitions */
     size_t nl = 0;
@@ -848,11 +874,11 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
     }
     for (size_t nu = 0; ok && nu < k; nu++) {
         char buf[160];
-        snprintf(buf, sizeof buf, "    const double vd%zu = %s;\n", nu, p->ref[nu]);
+        snprintf(buf, sizeof buf, "    const double %s = %s;\n", names[nu], p->ref[nu]);
         if (!(st[nl + nu] = ch_ctx_strdup(e->ctx, buf))) ok = 0;
     }
-    /* names are keyed by a hash of their text: w<digits> and vd<digits>
-     * only, distinct texts of at most 24 characters */
+    /* names are keyed by a hash of their text: w<digits>, vd<digits> and
+     * vi<digits> only, distinct texts of at most 24 characters */
 #define NAMEKEY(s, n) (((uint64_t)(n) << 56) ^ name_hash((s), (n)))
     uint64_t *defkey = calloc(ns + 1, sizeof *defkey);
     ok = ok && defkey;
@@ -868,8 +894,8 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
         if (ch_map_get(&def, defkey[i]) || ch_map_put(&def, defkey[i], (void *)(uintptr_t)(i + 1)))
             ok = 0;
     }
-    /* depth first from the outputs (alpha's, as the vd, then the
-     * others'), a statement after the ones whose names it reads, as the
+    /* depth first from the outputs (the locals', then the others'), a
+     * statement after the ones whose names it reads, as the
      * CSE printed its own (print_order): each value near its first use,
      * alpha's next to the statements that read it. Then any statement
      * no output reads, in order. */
@@ -906,7 +932,7 @@ static int order_vdep(emitter *e, ch_cse_prog *p)
              * elsewhere than found) */
             if (at && strncmp(st[at - 1] + pl, st[i] + pos, n) != 0) ok = 0;
             if (!at || at - 1 == i || done[at - 1] == 1) continue;
-            if (done[at - 1] == 2) ok = 0; /* a cycle: cannot happen without v_dep in alpha */
+            if (done[at - 1] == 2) ok = 0; /* a cycle: a local that reads itself */
             else sv[top] = at - 1, spos[top] = pl, done[at - 1] = 2, top++;
         }
     }
@@ -934,6 +960,45 @@ static const ch_expr **vdep_syms(emitter *e)
     return vdep;
 }
 
+/* The names stem<i> for i < n (context memory), or NULL. */
+static const char **local_names(emitter *e, const char *stem, size_t n)
+{
+    const char **names = ch_ctx_alloc(e->ctx, (n ? n : 1) * sizeof *names);
+    for (size_t i = 0; names && i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%s%zu", stem, i);
+        if (!(names[i] = ch_ctx_strdup(e->ctx, buf))) return NULL;
+    }
+    return names;
+}
+
+/* The program of the n outputs o whose first nloc are the values of
+ * locals: the symbols syms[i] are read as the locals names[i] (C
+ * variables the program defines, order_locals). 0, or -1 (a limit or out
+ * of memory: no such program; *p is freed). */
+static int locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
+                        const char *const *names, size_t n, const ch_expr *const *o,
+                        ch_cse_prog *p)
+{
+    const char **saved = ch_ctx_alloc(e->ctx, (nloc ? nloc : 1) * sizeof *saved);
+    memset(p, 0, sizeof *p);
+    if (!saved || !names) return -1;
+    for (size_t i = 0; i < nloc; i++) {
+        uint32_t sid = syms[i]->sym->sid;
+        saved[i] = e->symtext[sid];
+        e->symtext[sid] = names[i];
+    }
+    ch_error scratch;
+    memset(&scratch, 0, sizeof scratch);
+    int built = ch_cse_build(e->ctx, n, o, namer, e, "w", "    ", p, &scratch) == 0;
+    for (size_t i = 0; i < nloc; i++) e->symtext[syms[i]->sym->sid] = saved[i];
+    if (!built || !order_locals(e, p, nloc, names)) {
+        ch_cse_prog_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 /* The program of alpha's k values and then the n outputs outs, which
  * read the dependent velocities as locals vd<nu> that are alpha's values,
  * as one CSE'd program: alpha and the outputs share sin and cos of the
@@ -948,27 +1013,11 @@ static int fused_build(emitter *e, const ch_expr *const *alpha, size_t n,
     const ch_manifold *mf = &e->d->mf;
     size_t k = e->k;
     const ch_expr **o = earr(e, n + k), **vdep = vdep_syms(e);
-    const char **saved = ch_ctx_alloc(e->ctx, (k ? k : 1) * sizeof *saved);
     memset(p, 0, sizeof *p);
-    if (!o || !vdep || !saved) return -1;
+    if (!o || !vdep) return -1;
     for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
     for (size_t i = 0; i < n; i++) o[k + i] = outs[i];
-    for (size_t nu = 0; nu < k; nu++) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "vd%zu", nu);
-        uint32_t sid = vdep[nu]->sym->sid;
-        saved[nu] = e->symtext[sid];
-        e->symtext[sid] = ch_ctx_strdup(e->ctx, buf);
-        if (!e->symtext[sid]) e->symtext[sid] = saved[nu];
-    }
-    ch_error scratch;
-    memset(&scratch, 0, sizeof scratch);
-    int built = ch_cse_build(e->ctx, n + k, o, namer, e, "w", "    ", p, &scratch) == 0;
-    for (size_t nu = 0; nu < k; nu++) e->symtext[vdep[nu]->sym->sid] = saved[nu];
-    if (!built || !order_vdep(e, p)) {
-        ch_cse_prog_free(p);
-        return -1;
-    }
+    if (locals_build(e, k, vdep, local_names(e, "vd", k), n + k, o, p)) return -1;
     for (size_t nu = 0; nu < k; nu++) ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
     return 0;
 }
@@ -1182,10 +1231,10 @@ void ch_emit_cache_free(ch_emit_cache *c)
     free(c);
 }
 
-/* y*_t and eta (2m entries) from the Lagrangian's Kane form
- * (ch_hamilton_kane) where H* exists, the constraints are linear and
- * homogeneous in the velocities and G_d is triangular, else NULL; eta[0]
- * is NULL where A^-1 y failed. Built before anything else of every form
+/* y*_t, eta and alpha (2m + k entries; alpha = B_dep v_indep from X)
+ * from the Lagrangian's Kane form (ch_hamilton_kane) where H* exists, the
+ * constraints are linear and homogeneous in the velocities and G_d is
+ * triangular, else NULL; eta[0] is NULL where A^-1 y failed. Built before anything else of every form
  * (once when the forms share a cache), so that its nodes precede all the
  * others each time: the forms share one context, whose node ids order the
  * sums, and a form's file must not depend on the forms emitted with it. */
@@ -1196,9 +1245,14 @@ static const ch_expr **ham_kane(emitter *e)
     if (!d->ham.exists || k == 0 || !alpha_linear(e)) return NULL;
     ch_kane kn;
     int rc = ch_kane_split(e->ctx, e->m, d->lag.Q, &kn);
-    const ch_expr **v = earr(e, nv), **yt = earr(e, 2 * e->mi);
-    unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
-    if (rc == 0 && v && yt && nz) {
+    if (rc == 0) {
+        const ch_expr **v = earr(e, nv), **yt = earr(e, 2 * e->mi + k);
+        const ch_expr **bd = earr(e, k * e->mi), **u = earr(e, e->mi);
+        unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
+        if (!v || !yt || !bd || !u || !nz) {
+            e->failed = 1;
+            return NULL;
+        }
         memset(nz, 0, nv);
         for (size_t i = 0; i < nv; i++) v[i] = NULL;
         for (size_t j = 0; j < k * n; j++) { /* ch_hamilton_kane reads G only */
@@ -1206,10 +1260,13 @@ static const ch_expr **ham_kane(emitter *e)
             nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
         }
         ch_redsolve in = {n, k, e->mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + e->mi);
+        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + e->mi, bd);
+        for (size_t r = 0; r < e->mi; r++) u[r] = e->m->qt[d->mf.indep[r]];
+        if (rc == 0 && ch_mat_vec(e->ctx, k, e->mi, bd, u, yt + 2 * e->mi)) rc = -1;
+        if (rc == 0) return yt;
     }
     if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
-    return rc == 0 && v && yt && nz ? yt : NULL;
+    return NULL;
 }
 
 /* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
@@ -1493,10 +1550,65 @@ static void kernel_hyt(emitter *e)
     kernel(e, "hyt", mi * mi + mi, o);
 }
 
-/* kn_ham: y*_t (002 eq. 4.17, or from the Kane form). */
+/* kn_hrhs(t, x, p, v, o): the velocities from the state (eta, then
+ * alpha = B_dep eta) into v and y*_t into o, as one program of the Kane
+ * form's expressions (the locals vi<r> and vd<nu>): eta, alpha and y*_t
+ * share X, the P_b and the sines and cosines of the angles, which kn_eta,
+ * kn_alpha and kn_ham each compute. 0, or -1 (no such program). */
+static int hrhs_build(emitter *e, ch_cse_prog *p)
+{
+    const ch_manifold *mf = &e->d->mf;
+    size_t m = e->mi, k = e->k;
+    const ch_expr *const *hk = e->ham_kane;
+    const ch_expr **syms = earr(e, m + k), **o = earr(e, 2 * m + k);
+    const char **names = ch_ctx_alloc(e->ctx, (m + k) * sizeof *names);
+    const char **vi = local_names(e, "vi", m), **vd = local_names(e, "vd", k);
+    memset(p, 0, sizeof *p);
+    if (!syms || !o || !names || !vi || !vd) return -1;
+    for (size_t r = 0; r < m; r++) {
+        syms[r] = e->m->qt[mf->indep[r]], names[r] = vi[r];
+        o[r] = hk[m + r];          /* eta */
+        o[m + k + r] = hk[r];      /* y*_t */
+    }
+    for (size_t nu = 0; nu < k; nu++) {
+        syms[m + nu] = e->m->qt[mf->dep[nu]], names[m + nu] = vd[nu];
+        o[m + nu] = hk[2 * m + nu]; /* alpha */
+    }
+    if (locals_build(e, m + k, syms, names, 2 * m + k, o, p)) return -1;
+    for (size_t r = 0; r < m; r++) ch_buf_printf(&p->body, "    v[%d] = vi%zu;\n", mf->indep[r], r);
+    for (size_t nu = 0; nu < k; nu++)
+        ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
+    for (size_t r = 0; r < m; r++) free(p->ref[r]);
+    for (size_t nu = 0; nu < k; nu++) free(p->ref[m + nu]);
+    memmove(p->ref, p->ref + m + k, m * sizeof *p->ref);
+    p->n = m;
+    return 0;
+}
+
+/* kn_ham: y*_t (002 eq. 4.17, or from the Kane form), or kn_hrhs where
+ * that costs less than kn_eta, kn_alpha and kn_ham together (the rhs
+ * calls all three). */
 static void kernel_ham(emitter *e)
 {
-    e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, e->ham_kane);
+    ch_cse_prog ham, fused;
+    const ch_expr *const *hk = e->ham_kane;
+    if (!hk || !e->eta_from_kane || !e->d->red.explicit_alpha) {
+        e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, hk);
+        e->ham_ops = e->last;
+        return;
+    }
+    int from_kane = program_or_kane(e, e->d->ham.yt, hk, &ham);
+    if (from_kane < 0) return;
+    e->ham_from_kane = from_kane;
+    double three = call_cost(&ham.after) + call_cost(&e->eta_ops) + call_cost(&e->alpha_ops);
+    if (hrhs_build(e, &fused) == 0 && call_cost(&fused.after) < three) {
+        ch_cse_prog_free(&ham);
+        e->ham_fused = 1;
+        kernel_put_v(e, "hrhs", &fused, 1);
+    } else {
+        ch_cse_prog_free(&fused);
+        kernel_put(e, "ham", &ham);
+    }
     e->ham_ops = e->last;
 }
 
@@ -1734,12 +1846,14 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
                          "per call, then one dense solve.\n", opcount_total(&e->dyn_ops));
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric)
         ch_buf_printf(b, " * Legendre map inverted symbolically (%s); y*' from the "
-                         "%s, %.0f operations per call.\n",
+                         "%s, %.0f operations per call%s.\n",
                       e->eta_from_kane ? "eta = A^-1 y, A = sum_b mu_b P_b P_b^T of the Kane form"
                                        : "closed-form H*",
-                      e->ham_from_kane ? "Kane form, B^T F + sum_b mu_b E_b (dP_b/dt - B^T g_b)"
-                                       : "closed-form H* (002 eq. 4.17)",
-                      opcount_total(&e->ham_ops));
+                      e->ham_fused || e->ham_from_kane
+                          ? "Kane form, B^T F + sum_b mu_b E_b (dP_b/dt - B^T g_b)"
+                          : "closed-form H* (002 eq. 4.17)",
+                      opcount_total(&e->ham_ops),
+                      e->ham_fused ? " with eta and alpha (kn_hrhs, one program)" : "");
     else if (e->form == CH_FORM_HAMILTON)
         ch_buf_printf(b, " * Legendre map inverted numerically (no closed-form H*): %s.\n",
                       e->d->ham.quadratic ? "L* quadratic in the velocities, one linear solve"

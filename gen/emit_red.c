@@ -1067,7 +1067,7 @@ static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *cons
 
 int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta)
+                     const ch_expr **eta, const ch_expr **bd)
 {
     gen g = gen_of(in);
     size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
@@ -1076,7 +1076,7 @@ int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
     const ch_expr **P = calloc(nb * m + 1, sizeof *P), **piv = calloc(k + 1, sizeof *piv);
     int rc = -1;
     if (!X || !t || !P || !piv || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
-    if ((rc = solve_x(ctx, &g, v, X, t, piv, NULL, 1))) goto done;
+    if ((rc = solve_x(ctx, &g, v, X, t, piv, bd, 1))) goto done;
     for (size_t b = 0; b < nb; b++) kane_p(ctx, &g, X, kn->a + b * n, t, P + b * m);
     for (size_t r = 0; r < m; r++) {
         /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b

@@ -87,12 +87,14 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
  * p*_nu B^nu_r sums are O(N^2). The constraints being homogeneous
  * (Chetaev's sigma = 1), y* = A v with A = sum_b mu_b P_b P_b^T, and eta
  * (m entries) gets the independent velocities A^-1 y of the momentum
- * symbols y, or eta[0] = NULL where that solve fails. v is read for G
- * only. Returns 0 with m entries in yt, 1 when G_d is not triangular, -1
- * (a node limit, out of memory). */
+ * symbols y, or eta[0] = NULL where that solve fails; bd the k*m
+ * entries of B's dependent rows, as ch_reduced_kane's (alpha = bd times
+ * the independent velocities). v is read for G only. Returns 0 with m
+ * entries in yt, 1 when G_d is not triangular, -1 (a node limit, out of
+ * memory). */
 int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta);
+                     const ch_expr **eta, const ch_expr **bd);
 
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)
