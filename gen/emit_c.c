@@ -70,7 +70,7 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
-    const ch_expr **ham_kane; /* y*_t and eta from the Kane form (ham_kane), or NULL */
+    const ch_expr **ham_kane; /* y*_t, eta, alpha from the Kane form (ham_kane), or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
