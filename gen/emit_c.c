@@ -852,12 +852,11 @@ static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
  * expected form). */
 static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *const *names)
 {
-    size_t k = nloc;
     const char *body = p->body.s ? p->body.s : "";
-    /* the statements: the program's lines, then the vd definitions */
+    /* the statements: the program's lines, then the locals' definitions */
     size_t nl = 0;
     for (const char *c = body; *c; c++) nl += *c == '\n';
-    size_t ns = nl + k;
+    size_t ns = nl + nloc;
     char **st = calloc(ns + 1, sizeof *st);
     size_t *done = calloc(ns + 1, sizeof *done);
     ch_map def; /* name hash -> statement index + 1 */
@@ -872,7 +871,7 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
         else memcpy(st[i], c, len), st[i][len] = '\0';
         c = eol + 1;
     }
-    for (size_t nu = 0; ok && nu < k; nu++) {
+    for (size_t nu = 0; ok && nu < nloc; nu++) {
         char buf[160];
         snprintf(buf, sizeof buf, "    const double %s = %s;\n", names[nu], p->ref[nu]);
         if (!(st[nl + nu] = ch_ctx_strdup(e->ctx, buf))) ok = 0;
@@ -901,12 +900,12 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
      * no output reads, in order. */
     ch_buf out;
     ch_buf_init(&out);
-    size_t pl = strlen("    const double "), nroot = k + (p->n > k ? p->n - k : 0) + ns;
+    size_t pl = strlen("    const double "), nroot = nloc + (p->n > nloc ? p->n - nloc : 0) + ns;
     size_t *sv = calloc(ns + 1, sizeof *sv), *spos = calloc(ns + 1, sizeof *spos);
     ok = ok && sv && spos;
     for (size_t r = 0; ok && r < nroot; r++) {
         size_t root = ns; /* the statement of the r-th root, ns or more: none (a leaf) */
-        if (r < k) {
+        if (r < nloc) {
             root = nl + r;
         } else if (r < nroot - ns) {
             const char *ref = p->ref[r] ? p->ref[r] : "";
