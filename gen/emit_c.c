@@ -70,7 +70,7 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
-    const ch_expr **ham_kane; /* y*_t, eta, alpha from the Kane form (ham_kane), or NULL */
+    const ch_expr **ham_kane; /* y*_t, eta, alpha, y* of the Kane form (ham_kane), or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
@@ -243,6 +243,10 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
     int dyn = !strcmp(name, "dyn");
     const ch_expr *const *cand[3] = {outs, NULL, NULL};
     size_t dag[3] = {0, 0, 0};
+    /* a builder that failed left a NULL and the context's error, which
+     * kernel_build reports (the factoring would clear it) */
+    for (size_t i = 0; rhs && i < nout; i++)
+        if (!outs[i]) rhs = 0;
     for (int dist = 0; rhs && dist < 2; dist++) /* the nodes in this order always */
         cand[1 + dist] = ch_factor_sums(e->ctx, nout, outs, dist);
     for (int i = 0; rhs && i < 3; i++) dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
@@ -574,7 +578,9 @@ static void fun_state_from(emitter *e)
     ch_buf *b = &e->fun;
     const ch_manifold *mf = &e->d->mf;
     size_t n = e->n;
-    if (e->form == CH_FORM_HAMILTON) kernel(e, "ystar", e->mi, e->d->red.y_star);
+    if (e->form == CH_FORM_HAMILTON) /* y* = A v of the Kane form, or as derived */
+        kernel_or_kane(e, "ystar", e->d->red.y_star,
+                       e->ham_kane ? e->ham_kane + 2 * e->mi + e->k : NULL);
     ch_buf_printf(b, "int %s_state_from(double t, const double *q, const double *qt,\n"
                      "    const double *p, double *x)\n{\n"
                      "    double v[%zu];\n    int i;\n"
@@ -1230,8 +1236,8 @@ void ch_emit_cache_free(ch_emit_cache *c)
     free(c);
 }
 
-/* y*_t, eta and alpha (2m + k entries; alpha = B_dep v_indep from X)
- * from the Lagrangian's Kane form (ch_hamilton_kane) where H* exists, the
+/* y*_t, eta, alpha and y* (3m + k entries; alpha = B_dep v_indep from X,
+ * y* = A v_indep) from the Lagrangian's Kane form (ch_hamilton_kane) where H* exists, the
  * constraints are linear and homogeneous in the velocities and G_d is
  * triangular, else NULL; eta[0] is NULL where A^-1 y failed. Built before anything else of every form
  * (once when the forms share a cache), so that its nodes precede all the
@@ -1245,10 +1251,11 @@ static const ch_expr **ham_kane(emitter *e)
     ch_kane kn;
     int rc = ch_kane_split(e->ctx, e->m, d->lag.Q, &kn);
     if (rc == 0) {
-        const ch_expr **v = earr(e, nv), **yt = earr(e, 2 * e->mi + k);
-        const ch_expr **bd = earr(e, k * e->mi), **u = earr(e, e->mi);
+        size_t m = e->mi;
+        const ch_expr **v = earr(e, nv), **yt = earr(e, 3 * m + k);
+        const ch_expr **bd = earr(e, k * m), **u = earr(e, m), **A = earr(e, m * m);
         unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
-        if (!v || !yt || !bd || !u || !nz) {
+        if (!v || !yt || !bd || !u || !A || !nz) {
             e->failed = 1;
             return NULL;
         }
@@ -1258,10 +1265,12 @@ static const ch_expr **ham_kane(emitter *e)
             v[n * n + j] = d->lag.G[j];
             nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
         }
-        ch_redsolve in = {n, k, e->mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + e->mi, bd);
-        for (size_t r = 0; r < e->mi; r++) u[r] = e->m->qt[d->mf.indep[r]];
-        if (rc == 0 && ch_mat_vec(e->ctx, k, e->mi, bd, u, yt + 2 * e->mi)) rc = -1;
+        ch_redsolve in = {n, k, m, d->mf.dep, d->mf.indep, nz, NULL, NULL};
+        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + m, bd, A);
+        for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
+        if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, yt + 2 * m) ||
+                        ch_mat_vec(e->ctx, m, m, A, u, yt + 2 * m + k)))
+            rc = -1;
         if (rc == 0) return yt;
     }
     if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */

@@ -1067,7 +1067,7 @@ static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *cons
 
 int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta, const ch_expr **bd)
+                     const ch_expr **eta, const ch_expr **bd, const ch_expr **A)
 {
     gen g = gen_of(in);
     size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
@@ -1102,13 +1102,11 @@ int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
     /* eta = A^-1 y: y* = A v, as the constraints and the E_b are
      * homogeneous in the velocities; A = sum_b mu_b P_b P_b^T as in
      * ch_reduced_kane */
-    const ch_expr **A = rc ? NULL : calloc(m * m + 1, sizeof *A);
-    if (A) kane_a(ctx, m, kn, P, t, A);
-    if (!A || ch_mat_solve(ctx, m, A, 1, y, eta)) {
+    if (rc == 0) kane_a(ctx, m, kn, P, t, A);
+    if (rc || ch_mat_solve(ctx, m, A, 1, y, eta)) {
         ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
         eta[0] = NULL;
     }
-    free(A);
 done:
     free(X), free(t), free(P), free(piv);
     return rc;

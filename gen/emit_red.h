@@ -89,12 +89,12 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
  * (m entries) gets the independent velocities A^-1 y of the momentum
  * symbols y, or eta[0] = NULL where that solve fails; bd the k*m
  * entries of B's dependent rows, as ch_reduced_kane's (alpha = bd times
- * the independent velocities). v is read for G only. Returns 0 with m
- * entries in yt, 1 when G_d is not triangular, -1 (a node limit, out of
- * memory). */
+ * the independent velocities), and A its m*m entries. v is read for G
+ * only. Returns 0 with m entries in yt, 1 when G_d is not triangular, -1
+ * (a node limit, out of memory). */
 int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta, const ch_expr **bd);
+                     const ch_expr **eta, const ch_expr **bd, const ch_expr **A);
 
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)

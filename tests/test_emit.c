@@ -739,8 +739,8 @@ static void kane_agrees(const char *name, const char *text, int want)
 
 /* ch_hamilton_kane against the closed-form H* of the derivation: at
  * generic (t, q, y), the Kane form's y*_t, with the velocities the closed
- * form gives (eta, alpha(eta)), its eta = A^-1 y and its B_dep eta agree
- * with 002 eq. 4.17's y*_t, eta and alpha(eta). */
+ * form gives (eta, alpha(eta)), its eta = A^-1 y, its B_dep eta and its
+ * A eta agree with 002 eq. 4.17's y*_t, eta, alpha(eta) and y. */
 static void hamilton_kane_agrees(const char *name, const char *text)
 {
     ch_ctx *ctx;
@@ -763,7 +763,9 @@ static void hamilton_kane_agrees(const char *name, const char *text)
         nz[n * n + j] = !ch_is_zero(L->G[j]);
     }
     ch_redsolve in = {n, k, mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-    CHECK_MSG(ch_hamilton_kane(ctx, &in, v, &kn, d->ham.y, o, o + mi, bd) == 0 && o[mi],
+    const ch_expr *A[16];
+    CHECK_MSG(mi <= 4 && ch_hamilton_kane(ctx, &in, v, &kn, d->ham.y, o, o + mi, bd, A) == 0 &&
+                  o[mi],
               "%s: ch_hamilton_kane", name);
     double *sv = calloc(ch_ctx_nsyms(ctx) + 1, sizeof *sv), worst = 0.0;
     for (int pt = 0; o[mi] && pt < 6; pt++) {
@@ -779,6 +781,12 @@ static void hamilton_kane_agrees(const char *name, const char *text)
             double diff = fabs(a - b) / (1.0 + fabs(a));
             if (!(diff <= worst)) worst = diff;
         }
+        for (size_t r = 0; r < mi; r++) { /* y* = A eta is y */
+            double a = sv[d->ham.y[r]->sym->sid], b = 0.0;
+            for (size_t c = 0; c < mi; c++) b += ch_eval_d(ctx, A[r * mi + c], sv) * vel[d->mf.indep[c]];
+            double diff = fabs(a - b) / (1.0 + fabs(a));
+            if (!(diff <= worst)) worst = diff;
+        }
         for (size_t nu = 0; nu < k; nu++) { /* alpha = B_dep eta */
             double a = vel[d->mf.dep[nu]], b = 0.0;
             for (size_t r = 0; r < mi; r++) b += ch_eval_d(ctx, bd[nu * mi + r], sv) * vel[d->mf.indep[r]];
@@ -786,8 +794,8 @@ static void hamilton_kane_agrees(const char *name, const char *text)
             if (!(diff <= worst)) worst = diff;
         }
     }
-    CHECK_MSG(worst < 1e-11, "%s: Kane and closed-form y*_t, eta or alpha differ by %g", name,
-              worst);
+    CHECK_MSG(worst < 1e-11, "%s: Kane and closed-form y*_t, eta, alpha or y* differ by %g",
+              name, worst);
     free(v), free(o), free(bd), free(nz), free(sv);
     ch_ctx_free(ctx);
 }
