@@ -1038,6 +1038,16 @@ static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col
     }
 }
 
+/* Appends the terms of s (B^T y)_r = s (y_indep_r - sum_nu X_nu,r y_dep_nu)
+ * to t (at *nt; zero ones left out), s = +-1. */
+static void bt_push(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t r,
+                    const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
+{
+    const ch_expr *yi = y[g->in->indep[r]];
+    if (!ch_is_zero(yi)) t[(*nt)++] = s < 0 ? ch_neg(ctx, yi) : yi;
+    x_dot(ctx, g, X, r, y, -s, t, nt);
+}
+
 /* P_b = B^T a_b (m entries, NULL where zero): term b's velocity per unit
  * independent velocity. */
 static void kane_p(ch_ctx *ctx, const gen *g, const ch_expr *const *X, const ch_expr *const *a,
@@ -1045,8 +1055,7 @@ static void kane_p(ch_ctx *ctx, const gen *g, const ch_expr *const *X, const ch_
 {
     for (size_t r = 0; r < g->m; r++) {
         size_t nt = 0;
-        if (!ch_is_zero(a[g->in->indep[r]])) t[nt++] = a[g->in->indep[r]];
-        x_dot(ctx, g, X, r, a, -1, t, &nt);
+        bt_push(ctx, g, X, r, a, 1, t, &nt);
         P[r] = nonzero(ch_add_n(ctx, nt, t));
     }
 }
@@ -1082,14 +1091,11 @@ int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
         /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b
          * in a sum of its own behind the terms taken so far */
         size_t nt = 0;
-        t[nt++] = kn->F[in->indep[r]];
-        x_dot(ctx, &g, X, r, kn->F, -1, t, &nt);
+        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
         for (size_t b = 0; b < nb; b++) {
-            const ch_expr *const *gb = kn->g + b * n;
             size_t n0 = nt;
             if (P[b * m + r]) t[nt++] = ch_diff_t(ctx, P[b * m + r]);
-            if (!ch_is_zero(gb[in->indep[r]])) t[nt++] = ch_neg(ctx, gb[in->indep[r]]);
-            x_dot(ctx, &g, X, r, gb, 1, t, &nt);
+            bt_push(ctx, &g, X, r, kn->g + b * n, -1, t, &nt);
             const ch_expr *inner = nt > n0 ? nonzero(ch_add_n(ctx, nt - n0, t + n0)) : NULL;
             nt = n0;
             if (inner) t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, kn->E[b], inner));
@@ -1136,13 +1142,10 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
     /* f = B^T F - sum_b mu_b (P_b (V(E_b) + a_b . w) + E_b B^T g_b) */
     for (size_t r = 0; r < m; r++) {
         size_t nt = 0;
-        t[nt++] = kn->F[in->indep[r]];
-        x_dot(ctx, &g, X, r, kn->F, -1, t, &nt);
+        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
         for (size_t b = 0; b < nb; b++) {
-            const ch_expr *const *gb = kn->g + b * n;
             size_t n0 = nt; /* B^T g_b, into a sum of its own */
-            if (!ch_is_zero(gb[in->indep[r]])) t[nt++] = gb[in->indep[r]];
-            x_dot(ctx, &g, X, r, gb, -1, t, &nt);
+            bt_push(ctx, &g, X, r, kn->g + b * n, 1, t, &nt);
             const ch_expr *bg = nt > n0 ? ch_add_n(ctx, nt - n0, t + n0) : NULL;
             nt = n0;
             const ch_expr *pa = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
