@@ -44,6 +44,15 @@ const char *ch_form_name(ch_form f)
     return "?";
 }
 
+/* The hamilton form's expressions from the Lagrangian's Kane form
+ * (ham_kane()). */
+typedef struct {
+    const ch_expr **yt;    /* m: y*_t */
+    const ch_expr **eta;   /* m: A^-1 y, NULL where that solve failed */
+    const ch_expr **alpha; /* k: B_dep v_indep */
+    const ch_expr **ystar; /* m: A v_indep */
+} ham_kane_exprs;
+
 typedef struct {
     ch_ctx *ctx;
     const ch_derivation *d;
@@ -70,7 +79,7 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
-    const ch_expr **ham_kane; /* y*_t, eta, alpha, y* of the Kane form (ham_kane), or NULL */
+    const ham_kane_exprs *ham_kane; /* of the Kane form (ham_kane()), or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
@@ -490,8 +499,7 @@ static void fun_vel(emitter *e)
     }
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric) {
         e->eta_from_kane = kernel_or_kane(e, "eta", e->d->ham.eta,
-                                          e->ham_kane && e->ham_kane[e->mi]
-                                              ? e->ham_kane + e->mi : NULL);
+                                          e->ham_kane ? e->ham_kane->eta : NULL);
         e->eta_ops = e->last;
     }
     if (e->failed) return;
@@ -579,8 +587,7 @@ static void fun_state_from(emitter *e)
     const ch_manifold *mf = &e->d->mf;
     size_t n = e->n;
     if (e->form == CH_FORM_HAMILTON) /* y* = A v of the Kane form, or as derived */
-        kernel_or_kane(e, "ystar", e->d->red.y_star,
-                       e->ham_kane ? e->ham_kane + 2 * e->mi + e->k : NULL);
+        kernel_or_kane(e, "ystar", e->d->red.y_star, e->ham_kane ? e->ham_kane->ystar : NULL);
     ch_buf_printf(b, "int %s_state_from(double t, const double *q, const double *qt,\n"
                      "    const double *p, double *x)\n{\n"
                      "    double v[%zu];\n    int i;\n"
@@ -1215,8 +1222,8 @@ static int alpha_linear(emitter *e)
 
 struct ch_emit_cache {
     ch_cse_cache *cse;
-    int ham_done;             /* ham_kane was called */
-    const ch_expr **ham_kane; /* and returned this */
+    int ham_done;                   /* ham_kane() was called */
+    const ham_kane_exprs *ham_kane; /* and returned this */
 };
 
 ch_emit_cache *ch_emit_cache_new(void)
@@ -1236,14 +1243,15 @@ void ch_emit_cache_free(ch_emit_cache *c)
     free(c);
 }
 
-/* y*_t, eta, alpha and y* (3m + k entries; alpha = B_dep v_indep from X,
- * y* = A v_indep) from the Lagrangian's Kane form (ch_hamilton_kane) where H* exists, the
- * constraints are linear and homogeneous in the velocities and G_d is
- * triangular, else NULL; eta[0] is NULL where A^-1 y failed. Built before anything else of every form
- * (once when the forms share a cache), so that its nodes precede all the
- * others each time: the forms share one context, whose node ids order the
- * sums, and a form's file must not depend on the forms emitted with it. */
-static const ch_expr **ham_kane(emitter *e)
+/* The hamilton form's expressions from the Lagrangian's Kane form
+ * (ch_hamilton_kane; alpha = B_dep v_indep from its X, y* = A v_indep)
+ * where H* exists, the constraints are linear and homogeneous in the
+ * velocities and G_d is triangular, else NULL. Built before anything else
+ * of every form (once when the forms share a cache), so that its nodes
+ * precede all the others each time: the forms share one context, whose
+ * node ids order the sums, and a form's file must not depend on the forms
+ * emitted with it. */
+static const ham_kane_exprs *ham_kane(emitter *e)
 {
     const ch_derivation *d = e->d;
     size_t n = e->n, k = e->k, nv = n * n + k * n + n + k;
@@ -1252,10 +1260,12 @@ static const ch_expr **ham_kane(emitter *e)
     int rc = ch_kane_split(e->ctx, e->m, d->lag.Q, &kn);
     if (rc == 0) {
         size_t m = e->mi;
-        const ch_expr **v = earr(e, nv), **yt = earr(e, 3 * m + k);
-        const ch_expr **bd = earr(e, k * m), **u = earr(e, m), **A = earr(e, m * m);
+        ham_kane_exprs *h = ch_ctx_alloc(e->ctx, sizeof *h);
+        const ch_expr **yt = earr(e, m), **eta = earr(e, m), **alpha = earr(e, k);
+        const ch_expr **ystar = earr(e, m), **v = earr(e, nv), **bd = earr(e, k * m);
+        const ch_expr **u = earr(e, m), **A = earr(e, m * m);
         unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
-        if (!v || !yt || !bd || !u || !A || !nz) {
+        if (!h || !yt || !eta || !alpha || !ystar || !v || !bd || !u || !A || !nz) {
             e->failed = 1;
             return NULL;
         }
@@ -1266,12 +1276,15 @@ static const ch_expr **ham_kane(emitter *e)
             nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
         }
         ch_redsolve in = {n, k, m, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, yt + m, bd, A);
+        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, eta, bd, A);
         for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
-        if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, yt + 2 * m) ||
-                        ch_mat_vec(e->ctx, m, m, A, u, yt + 2 * m + k)))
+        if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, alpha) ||
+                        ch_mat_vec(e->ctx, m, m, A, u, ystar)))
             rc = -1;
-        if (rc == 0) return yt;
+        if (rc == 0) {
+            h->yt = yt, h->eta = eta[0] ? eta : NULL, h->alpha = alpha, h->ystar = ystar;
+            return h;
+        }
     }
     if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
     return NULL;
@@ -1567,7 +1580,7 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
 {
     const ch_manifold *mf = &e->d->mf;
     size_t m = e->mi, k = e->k;
-    const ch_expr *const *hk = e->ham_kane;
+    const ham_kane_exprs *hk = e->ham_kane;
     const ch_expr **syms = earr(e, m + k), **o = earr(e, 2 * m + k);
     const char **names = ch_ctx_alloc(e->ctx, (m + k) * sizeof *names);
     const char **vi = local_names(e, "vi", m), **vd = local_names(e, "vd", k);
@@ -1575,12 +1588,12 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
     if (!syms || !o || !names || !vi || !vd) return -1;
     for (size_t r = 0; r < m; r++) {
         syms[r] = e->m->qt[mf->indep[r]], names[r] = vi[r];
-        o[r] = hk[m + r];          /* eta */
-        o[m + k + r] = hk[r];      /* y*_t */
+        o[r] = hk->eta[r];
+        o[m + k + r] = hk->yt[r];
     }
     for (size_t nu = 0; nu < k; nu++) {
         syms[m + nu] = e->m->qt[mf->dep[nu]], names[m + nu] = vd[nu];
-        o[m + nu] = hk[2 * m + nu]; /* alpha */
+        o[m + nu] = hk->alpha[nu];
     }
     if (locals_build(e, m + k, syms, names, 2 * m + k, o, p)) return -1;
     for (size_t r = 0; r < m; r++) ch_buf_printf(&p->body, "    v[%d] = vi%zu;\n", mf->indep[r], r);
@@ -1599,13 +1612,13 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
 static void kernel_ham(emitter *e)
 {
     ch_cse_prog ham, fused;
-    const ch_expr *const *hk = e->ham_kane;
-    if (!hk || !e->eta_from_kane || !e->d->red.explicit_alpha) {
-        e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, hk);
+    const ch_expr *const *kane = e->ham_kane ? e->ham_kane->yt : NULL;
+    if (!kane || !e->eta_from_kane || !e->d->red.explicit_alpha) {
+        e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, kane);
         e->ham_ops = e->last;
         return;
     }
-    int from_kane = program_or_kane(e, e->d->ham.yt, hk, &ham);
+    int from_kane = program_or_kane(e, e->d->ham.yt, kane, &ham);
     if (from_kane < 0) return;
     e->ham_from_kane = from_kane;
     double three = call_cost(&ham.after) + call_cost(&e->eta_ops) + call_cost(&e->alpha_ops);

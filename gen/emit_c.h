@@ -88,9 +88,9 @@ int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
 /* What the forms of one model share when emitted one after the other:
  * the programs of the kernels that several forms have (cse.h: kn_dyn,
  * kn_alpha, kn_en, kn_integ and the symbolic reduced right side, each
- * built once) and the Kane form's y*_t and eta. One context and one
- * derivation only; it must not outlive them. NULL from new when out of
- * memory. */
+ * built once) and the hamilton form's expressions from the Kane form
+ * (y*_t, eta, alpha, y*). One context and one derivation only; it must
+ * not outlive them. NULL from new when out of memory. */
 typedef struct ch_emit_cache ch_emit_cache;
 ch_emit_cache *ch_emit_cache_new(void);
 void ch_emit_cache_free(ch_emit_cache *c);
