@@ -1586,3 +1586,36 @@ const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
     nf_clear(&s);
     return res;
 }
+
+/* Whether e, a sum or product, has a factor sin(u)^a, cos(u)^a, sinh(u)^a
+ * or cosh(u)^a with a >= 2 within `levels` levels of sums and products. */
+static int has_trig_square(const ch_expr *e, int levels)
+{
+    if ((e->kind != CH_ADD && e->kind != CH_MUL) || levels == 0) return 0;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const ch_expr *f = e->pair[i].e;
+        int trig = f->kind == CH_FUN && (f->fun == CH_F_SIN || f->fun == CH_F_COS
+                                         || f->fun == CH_F_SINH || f->fun == CH_F_COSH);
+        if (e->kind == CH_MUL && trig && fmpq_cmp_si(e->pair[i].c, 2) >= 0) return 1;
+        if (has_trig_square(f, levels - 1)) return 1;
+    }
+    return 0;
+}
+
+#define TRIG_SQUARES_MAX_NODES 64
+#define TRIG_SQUARES_LEVELS 4
+
+const ch_expr *ch_simplify_trig_squares(ch_ctx *ctx, const ch_expr *e)
+{
+    if (!e || ch_ctx_error(ctx)->code != CH_OK || e->kind != CH_ADD
+        || ch_dag_size_capped(e, TRIG_SQUARES_MAX_NODES) > TRIG_SQUARES_MAX_NODES
+        || !has_trig_square(e, TRIG_SQUARES_LEVELS))
+        return e;
+    const ch_expr *s = ch_simplify(ctx, e);
+    if (!s) {
+        ch_ctx_clear_error(ctx);
+        return e;
+    }
+    size_t size = ch_tree_size(e, SIZE_MAX - 1);
+    return ch_tree_size(s, size) < size ? s : e;
+}

@@ -36,4 +36,15 @@ int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e);
  * 256, as such a form is never the shorter one. NULL on failure. */
 const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
 
+/* e with sin(u)^2 + cos(u)^2 = 1 and cosh(u)^2 - sinh(u)^2 = 1 applied:
+ * its ch_simplify form where e is a sum of at most 64 DAG nodes with a
+ * squared sine, cosine or hyperbolic factor and that form is smaller as a
+ * tree; e itself otherwise (also when the context has failed; a failure
+ * of the normal form is cleared).
+ * A derivation rewrite: a Jacobian's entries such as
+ * d*sin(th)^2 + d*cos(th)^2 become d before they are divided by and
+ * multiplied into everything downstream. Cheap for any other e: the test
+ * reads a few levels of the DAG. */
+const ch_expr *ch_simplify_trig_squares(ch_ctx *ctx, const ch_expr *e);
+
 #endif

@@ -47,14 +47,14 @@ done
     | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert list(d) == ["mass_matrix", "energy"], list(d)' \
     && ok || bad "--only selection"
 
-# An expression whose tree exceeds 200 000 nodes (the 3-trailer's momentum
+# An expression whose tree exceeds 200 000 nodes (the 4-trailer's momentum
 # equation y_x') is a note in text and LaTeX and null in JSON.
-/usr/bin/python3 "$src/bench/gen_trailer.py" 3 >"$tmp/trailer3.nh"
+/usr/bin/python3 "$src/bench/gen_trailer.py" 4 >"$tmp/trailer4.nh"
 expect 0 "y_x' = (too large to print: over 200000 terms written out; see emit)" -- \
-    derive "$tmp/trailer3.nh" --only poincare_hamilton
+    derive "$tmp/trailer4.nh" --only poincare_hamilton
 expect 0 "text{(too large to print: over 200000 terms written out; see emit)}" -- \
-    derive "$tmp/trailer3.nh" --only poincare_hamilton --format latex
-"$bin" derive "$tmp/trailer3.nh" --only poincare_hamilton --format json \
+    derive "$tmp/trailer4.nh" --only poincare_hamilton --format latex
+"$bin" derive "$tmp/trailer4.nh" --only poincare_hamilton --format json \
     | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)["poincare_hamilton"]; assert d["y_t"][0] is None and d["q_t"][0] is not None, d["y_t"][:1]' \
     && ok || bad "too large expression in JSON"
 

@@ -297,6 +297,38 @@ static void test_simplify(void)
     CHECK(simp(NULL) == NULL);
 }
 
+/* The Jacobian rewrite: only sums with a squared sine, cosine or
+ * hyperbolic factor are touched, and only when they shrink. */
+static void test_trig_squares(void)
+{
+    const ch_expr *s = fn(CH_F_SIN, x), *c = fn(CH_F_COS, x);
+    const ch_expr *sy = fn(CH_F_SIN, y), *cy = fn(CH_F_COS, y);
+    /* a trailer axle's pivot: -a*sin(x)^2 - a*cos(x)^2 */
+    const ch_expr *pivot = ch_neg(ctx, add(mul(a, pw(s, 2)), mul(a, pw(c, 2))));
+    CHECK(ch_simplify_trig_squares(ctx, pivot) == ch_neg(ctx, a));
+    CHECK(ch_simplify_trig_squares(ctx, sub(mul(pw(fn(CH_F_COSH, y), 2), b),
+                                            mul(pw(fn(CH_F_SINH, y), 2), b))) == b);
+    /* a square one level down, in a factor */
+    const ch_expr *inner = mul(y, add(pw(s, 2), pw(c, 2)));
+    CHECK(ch_simplify_trig_squares(ctx, add(inner, z)) == add(y, z));
+    /* no square: the cross terms of cos(x - y) stay as they are */
+    const ch_expr *cross = add(mul(c, cy), mul(s, sy));
+    CHECK(ch_simplify_trig_squares(ctx, cross) == cross);
+    /* a square whose normal form is no smaller is kept */
+    const ch_expr *keep = add(pw(s, 2), x);
+    CHECK(ch_simplify_trig_squares(ctx, keep) == keep);
+    /* not a sum, or a failed context: unchanged */
+    CHECK(ch_simplify_trig_squares(ctx, pw(s, 2)) == pw(s, 2));
+    CHECK(ch_simplify_trig_squares(ctx, NULL) == NULL);
+    ch_ctx_fail(ctx, CH_ERR_LIMIT, "test");
+    CHECK(ch_simplify_trig_squares(ctx, pivot) == pivot);
+    ch_ctx_clear_error(ctx);
+    /* a normal form that fails (division by zero) leaves no error behind */
+    const ch_expr *bad = add(dv(n(1), sub(add(pw(s, 2), pw(c, 2)), n(1))), pw(s, 2));
+    CHECK(ch_simplify_trig_squares(ctx, bad) == bad);
+    CHECK(ch_ctx_error(ctx)->code == CH_OK);
+}
+
 /* ---- property test ---------------------------------------------------- */
 
 static int close_rel(double u, double v)
@@ -419,6 +451,7 @@ int main(void)
     RUN(test_is_zero_negative);
     RUN(test_is_zero_failures);
     RUN(test_simplify);
+    RUN(test_trig_squares);
     RUN(test_random);
     CHECK(ch_ctx_error(ctx)->code == CH_OK);
     ch_ctx_free(ctx);

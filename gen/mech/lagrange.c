@@ -8,6 +8,7 @@
 
 #include "../diff.h"
 #include "../matrix.h"
+#include "../simplify.h"
 
 /* Points at which ranks are sampled: enough that a generic matrix shows
  * full rank at one of them with overwhelming probability. */
@@ -87,6 +88,10 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
     if (!L->c || !terms) return -1;
     if (!(L->G = ch_jacobian(ctx, k, L->phi, n, m->qt))) return -1;
+    /* a pivot of the dependent block such as -d*sin(th)^2 - d*cos(th)^2
+     * (a trailer's axle) would otherwise divide every alpha, L*, H* and
+     * emitted kernel downstream */
+    for (size_t i = 0; i < k * n; i++) L->G[i] = ch_simplify_trig_squares(ctx, L->G[i]);
     /* the bias is shown: its sum of q_t_j dphi/dq_j is the form printed
      * (each derivative of phi is by a coordinate phi mostly lacks, cheap) */
     for (size_t a = 0; a < k; a++) {
