@@ -1619,3 +1619,80 @@ const ch_expr *ch_simplify_trig_squares(ch_ctx *ctx, const ch_expr *e)
     size_t size = ch_tree_size(e, SIZE_MAX - 1);
     return ch_tree_size(s, size) < size ? s : e;
 }
+
+/* The factors of a sum's term: a product's, or the term itself. */
+static size_t term_factors(const ch_expr *t, const ch_pair **f, ch_pair *one)
+{
+    if (t->kind == CH_MUL && fmpq_is_one(t->num)) {
+        *f = t->pair;
+        return t->n;
+    }
+    one->e = t;
+    *f = one;
+    return 1;
+}
+
+const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e)
+{
+    if (!e || e->kind != CH_ADD || !fmpq_is_zero(e->num) || e->n < 2) return e;
+    ch_pair one0, one;
+    fmpq_init(one0.c);
+    fmpq_init(one.c);
+    fmpq_one(one0.c);
+    fmpq_one(one.c);
+    const ch_pair *f0;
+    size_t n0 = term_factors(e->pair[0].e, &f0, &one0);
+    /* exp[j]: the least exponent of f0[j] over the terms so far, 0 when
+     * some term lacks it */
+    fmpq *exp = _fmpq_vec_init((slong)n0);
+    size_t alive = 0;
+    for (size_t j = 0; j < n0; j++)
+        if (fmpq_sgn(f0[j].c) > 0) {
+            fmpq_set(exp + j, f0[j].c);
+            alive++;
+        }
+    fmpq_t g;
+    fmpq_init(g);
+    fmpq_set(g, e->pair[0].c);
+    for (size_t i = 1; i < e->n && alive; i++) {
+        const ch_pair *f;
+        size_t nf = term_factors(e->pair[i].e, &f, &one);
+        for (size_t j = 0; j < n0; j++) {
+            if (fmpq_is_zero(exp + j)) continue;
+            size_t l = 0;
+            while (l < nf && f[l].e != f0[j].e) l++;
+            if (l == nf || fmpq_sgn(f[l].c) <= 0) {
+                fmpq_zero(exp + j);
+                alive--;
+            } else if (fmpq_cmp(f[l].c, exp + j) < 0) {
+                fmpq_set(exp + j, f[l].c);
+            }
+        }
+    }
+    for (size_t i = 1; i < e->n; i++) fmpq_gcd(g, g, e->pair[i].c);
+    if (fmpq_sgn(e->pair[0].c) < 0) fmpq_neg(g, g);
+    const ch_expr *res = e;
+    if (alive) {
+        const ch_expr *content = ch_num_q(ctx, g);
+        for (size_t j = 0; j < n0 && content; j++)
+            if (!fmpq_is_zero(exp + j))
+                content = ch_mul(ctx, content, ch_pow_q(ctx, f0[j].e, exp + j));
+        const ch_expr **t = content ? malloc(e->n * sizeof *t) : NULL;
+        if (t) {
+            for (size_t i = 0; i < e->n; i++)
+                t[i] = ch_div(ctx, ch_scale(ctx, e->pair[i].c, e->pair[i].e), content);
+            res = ch_mul(ctx, content, ch_add_n(ctx, e->n, t));
+            free(t);
+        } else if (content) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            res = NULL;
+        } else {
+            res = NULL;
+        }
+    }
+    fmpq_clear(g);
+    _fmpq_vec_clear(exp, (slong)n0);
+    fmpq_clear(one0.c);
+    fmpq_clear(one.c);
+    return res;
+}

@@ -47,4 +47,12 @@ const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
  * reads a few levels of the DAG. */
 const ch_expr *ch_simplify_trig_squares(ch_ctx *ctx, const ch_expr *e);
 
+/* e, a sum without a constant term, with the number and the factors its
+ * terms share taken out: -a*x*y - 2*a*x*z -> -a*x*(y + 2*z) (the
+ * number's sign that of the first term); e itself when there are none.
+ * A quotient of such sums then cancels in the product: a trailer's
+ * G entry -d*(cos(th1)*cos(th2) + sin(th1)*sin(th2)) over its pivot -d.
+ * NULL on failure. */
+const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e);
+
 #endif

@@ -329,6 +329,30 @@ static void test_trig_squares(void)
     CHECK(ch_ctx_error(ctx)->code == CH_OK);
 }
 
+static void test_common_factor(void)
+{
+    const ch_expr *s = fn(CH_F_SIN, x), *c = fn(CH_F_COS, x);
+    /* -a*x*y - 2*a*x^2*z -> -a*x*(y + 2*x*z) */
+    const ch_expr *e = sub(ch_neg(ctx, mul(a, mul(x, y))), mul(n(2), mul(a, mul(pw(x, 2), z))));
+    const ch_expr *f = ch_common_factor(ctx, e);
+    CHECK(f == ch_neg(ctx, mul(mul(a, x), add(y, mul(n(2), mul(x, z))))));
+    CHECK(isz(sub(e, f)) == 1);
+    /* a trailer's G entry over its pivot cancels */
+    const ch_expr *g = ch_common_factor(ctx, ch_neg(ctx, add(mul(a, mul(c, fn(CH_F_COS, y))),
+                                                             mul(a, mul(s, fn(CH_F_SIN, y))))));
+    CHECK(dv(g, ch_neg(ctx, a)) == add(mul(c, fn(CH_F_COS, y)), mul(s, fn(CH_F_SIN, y))));
+    /* the numbers' gcd goes with the factors: 2*a*x + 4*a*y -> 2*a*(x + 2*y) */
+    const ch_expr *h = ch_common_factor(ctx, add(mul(n(2), mul(a, x)), mul(n(4), mul(a, y))));
+    CHECK(h == mul(mul(n(2), a), add(x, mul(n(2), y))));
+    CHECK(h->kind == CH_MUL);
+    /* nothing shared, a constant term, negative powers, not a sum: e */
+    const ch_expr *keep[] = {add(x, y), add(mul(x, y), n(1)), add(dv(a, x), dv(b, x)),
+                             mul(x, y), x};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        CHECK(ch_common_factor(ctx, keep[i]) == keep[i]);
+    CHECK(ch_common_factor(ctx, NULL) == NULL);
+}
+
 /* ---- property test ---------------------------------------------------- */
 
 static int close_rel(double u, double v)
@@ -452,6 +476,7 @@ int main(void)
     RUN(test_is_zero_failures);
     RUN(test_simplify);
     RUN(test_trig_squares);
+    RUN(test_common_factor);
     RUN(test_random);
     CHECK(ch_ctx_error(ctx)->code == CH_OK);
     ch_ctx_free(ctx);

@@ -91,7 +91,9 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     /* a pivot of the dependent block such as -d*sin(th)^2 - d*cos(th)^2
      * (a trailer's axle) would otherwise divide every alpha, L*, H* and
      * emitted kernel downstream */
-    for (size_t i = 0; i < k * n; i++) L->G[i] = ch_simplify_trig_squares(ctx, L->G[i]);
+    for (size_t i = 0; i < k * n; i++)
+        if (!(L->G[i] = ch_common_factor(ctx, ch_simplify_trig_squares(ctx, L->G[i]))))
+            return -1;
     /* the bias is shown: its sum of q_t_j dphi/dq_j is the form printed
      * (each derivative of phi is by a coordinate phi mostly lacks, cheap) */
     for (size_t a = 0; a < k; a++) {
