@@ -1651,9 +1651,6 @@ const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e)
             fmpq_set(exp + j, f0[j].c);
             alive++;
         }
-    fmpq_t g;
-    fmpq_init(g);
-    fmpq_set(g, e->pair[0].c);
     for (size_t i = 1; i < e->n && alive; i++) {
         const ch_pair *f;
         size_t nf = term_factors(e->pair[i].e, &f, &one);
@@ -1669,28 +1666,26 @@ const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e)
             }
         }
     }
-    for (size_t i = 1; i < e->n; i++) fmpq_gcd(g, g, e->pair[i].c);
-    if (fmpq_sgn(e->pair[0].c) < 0) fmpq_neg(g, g);
     const ch_expr *res = e;
     if (alive) {
+        /* the constructors pass a NULL (a failed context) through */
+        fmpq_t g;
+        fmpq_init(g);
+        fmpq_set(g, e->pair[0].c);
+        for (size_t i = 1; i < e->n; i++) fmpq_gcd(g, g, e->pair[i].c);
+        if (fmpq_sgn(e->pair[0].c) < 0) fmpq_neg(g, g);
         const ch_expr *content = ch_num_q(ctx, g);
-        for (size_t j = 0; j < n0 && content; j++)
+        fmpq_clear(g);
+        for (size_t j = 0; j < n0; j++)
             if (!fmpq_is_zero(exp + j))
                 content = ch_mul(ctx, content, ch_pow_q(ctx, f0[j].e, exp + j));
-        const ch_expr **t = content ? malloc(e->n * sizeof *t) : NULL;
-        if (t) {
-            for (size_t i = 0; i < e->n; i++)
-                t[i] = ch_div(ctx, ch_scale(ctx, e->pair[i].c, e->pair[i].e), content);
-            res = ch_mul(ctx, content, ch_add_n(ctx, e->n, t));
-            free(t);
-        } else if (content) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            res = NULL;
-        } else {
-            res = NULL;
-        }
+        const ch_expr **t = malloc(e->n * sizeof *t);
+        if (!t) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        for (size_t i = 0; t && i < e->n; i++)
+            t[i] = ch_div(ctx, ch_scale(ctx, e->pair[i].c, e->pair[i].e), content);
+        res = t ? ch_mul(ctx, content, ch_add_n(ctx, e->n, t)) : NULL;
+        free(t);
     }
-    fmpq_clear(g);
     _fmpq_vec_clear(exp, (slong)n0);
     fmpq_clear(one0.c);
     fmpq_clear(one.c);

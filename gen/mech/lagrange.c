@@ -88,9 +88,10 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
     if (!L->c || !terms) return -1;
     if (!(L->G = ch_jacobian(ctx, k, L->phi, n, m->qt))) return -1;
-    /* a pivot of the dependent block such as -d*sin(th)^2 - d*cos(th)^2
-     * (a trailer's axle) would otherwise divide every alpha, L*, H* and
-     * emitted kernel downstream */
+    /* a trailer axle's pivot -d*sin(th)^2 - d*cos(th)^2 becomes -d and its
+     * other entries -d*(...), so the triangular solve's quotients cancel
+     * d instead of dividing every alpha, L*, H* and emitted kernel by
+     * d*sin(th)^2 + d*cos(th)^2 */
     for (size_t i = 0; i < k * n; i++)
         if (!(L->G[i] = ch_common_factor(ctx, ch_simplify_trig_squares(ctx, L->G[i]))))
             return -1;
