@@ -45,7 +45,7 @@ const char *ch_form_name(ch_form f)
 }
 
 /* The hamilton form's expressions from the Lagrangian's Kane form
- * (ham_kane()). */
+ * (kane_pre()). */
 typedef struct {
     const ch_expr **yt;    /* m: y*_t */
     const ch_expr **eta;   /* m: A^-1 y, NULL where that solve failed */
@@ -79,7 +79,8 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
-    const ham_kane_exprs *ham_kane; /* of the Kane form (ham_kane()), or NULL */
+    const ham_kane_exprs *ham_kane; /* of the Kane form (kane_pre()), or NULL */
+    const ch_expr *en_kane;   /* the energy from the Kane form (kane_pre()), or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
@@ -227,6 +228,14 @@ static double call_cost(const ch_opcount *c);
 #define KERNEL_PRUNE_RATIO 2
 #define KERNEL_PRUNE_SLACK 64
 
+/* The kernels that every form has (with the same outputs): their
+ * programs are kept for the other forms (kernel_build). */
+static int every_form(const char *name)
+{
+    return !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
+           !strcmp(name, "integ");
+}
+
 /* kn_NAME, from the outputs as they are or, for kn_dyn and kn_alpha,
  * with the common factors taken out of their sums
  * (ch_factor_sums, without and with distributing over small sums first:
@@ -237,9 +246,7 @@ static double call_cost(const ch_opcount *c);
  * DAG first, and those that cannot win are not (KERNEL_PRUNE_RATIO). */
 static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *const *outs)
 {
-    /* the kernels that every form has (with the same outputs) */
-    int again = !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
-                !strcmp(name, "integ");
+    int again = every_form(name);
     /* the energy, the integrals, the constraints and the Legendre map are
      * evaluated once per output row or projection, not per rhs call: more
      * programs would only cost emit time. The hamilton form's own kernels
@@ -288,28 +295,30 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
         kernel_put(e, name, &best);
 }
 
-/* The closed form's outputs are not built for kn_ham and kn_eta where
- * their DAG has more than this many nodes per unit of the Kane form's
- * program cost (call_cost): that program was the cheaper on every model
- * tried (the examples, the n-trailer), the closed form's CSE is the
+/* The closed form's outputs are not built for kn_ham, kn_eta and kn_en
+ * where their DAG has more than this many nodes per unit of the Kane
+ * form's program cost (call_cost): that program was the cheaper on every
+ * model tried (the examples, the n-trailer), the closed form's CSE is the
  * largest of `emit --form hamilton`, and its DAG grows as N^2 on the
  * n-trailer (y*_t of the 10-trailer: 1970 nodes against 1269, of the
  * 24-trailer 9215 against 2977). */
-#define HAM_CLOSED_MAX_RATIO 2
+#define KANE_CLOSED_MAX_RATIO 2
 
-/* The cheaper program of the m outputs from the closed-form H* (the
- * derivation's closed) and from the Kane form (kane): 1 when the Kane
+/* The cheaper program of the nout outputs from the derivation's closed
+ * form (closed) and from the Kane form (kane), kept for the other forms
+ * where name is a kernel every form has (every_form()): 1 when the Kane
  * form's, 0 the closed form's, -1 when none (the emitter failed). */
-static int program_or_kane(emitter *e, const ch_expr *const *closed,
-                           const ch_expr *const *kane, ch_cse_prog *prog)
+static int program_or_kane(emitter *e, const char *name, size_t nout,
+                           const ch_expr *const *closed, const ch_expr *const *kane,
+                           ch_cse_prog *prog)
 {
-    size_t m = e->mi;
+    int again = every_form(name);
     ch_cse_prog sp;
-    if (kernel_build(e, m, kane, prog, 0)) return -1;
+    if (kernel_build(e, nout, kane, prog, again)) return -1;
     double kcost = call_cost(&prog->after);
-    size_t cap = (size_t)(HAM_CLOSED_MAX_RATIO * kcost) + 64;
-    int use_closed = ch_dag_size_many(m, closed, cap) < cap;
-    if (use_closed && kernel_build(e, m, closed, &sp, 0) == 0) {
+    size_t cap = (size_t)(KANE_CLOSED_MAX_RATIO * kcost) + 64;
+    int use_closed = ch_dag_size_many(nout, closed, cap) < cap;
+    if (use_closed && kernel_build(e, nout, closed, &sp, again) == 0) {
         use_closed = call_cost(&sp.after) <= kcost;
         ch_cse_prog_free(use_closed ? prog : &sp);
         if (use_closed) *prog = sp;
@@ -321,18 +330,18 @@ static int program_or_kane(emitter *e, const ch_expr *const *closed,
     return !use_closed;
 }
 
-/* kn_NAME with the m outputs from the closed-form H* or from the Kane
+/* kn_NAME with the nout outputs from the closed form or from the Kane
  * form (kane, NULL where it does not apply), whichever program costs less
  * per call. 1 when the Kane form's was taken. */
-static int kernel_or_kane(emitter *e, const char *name, const ch_expr *const *closed,
-                          const ch_expr *const *kane)
+static int kernel_or_kane(emitter *e, const char *name, size_t nout,
+                          const ch_expr *const *closed, const ch_expr *const *kane)
 {
     ch_cse_prog prog;
     if (!kane) {
-        kernel(e, name, e->mi, closed);
+        kernel(e, name, nout, closed);
         return 0;
     }
-    int from_kane = program_or_kane(e, closed, kane, &prog);
+    int from_kane = program_or_kane(e, name, nout, closed, kane, &prog);
     if (from_kane >= 0) kernel_put(e, name, &prog);
     return from_kane > 0;
 }
@@ -498,7 +507,7 @@ static void fun_vel(emitter *e)
         kernel_con(e);
     }
     if (e->form == CH_FORM_HAMILTON && !e->ham_numeric) {
-        e->eta_from_kane = kernel_or_kane(e, "eta", e->d->ham.eta,
+        e->eta_from_kane = kernel_or_kane(e, "eta", e->mi, e->d->ham.eta,
                                           e->ham_kane ? e->ham_kane->eta : NULL);
         e->eta_ops = e->last;
     }
@@ -587,7 +596,8 @@ static void fun_state_from(emitter *e)
     const ch_manifold *mf = &e->d->mf;
     size_t n = e->n;
     if (e->form == CH_FORM_HAMILTON) /* y* = A v of the Kane form, or as derived */
-        kernel_or_kane(e, "ystar", e->d->red.y_star, e->ham_kane ? e->ham_kane->ystar : NULL);
+        kernel_or_kane(e, "ystar", e->mi, e->d->red.y_star,
+                       e->ham_kane ? e->ham_kane->ystar : NULL);
     ch_buf_printf(b, "int %s_state_from(double t, const double *q, const double *qt,\n"
                      "    const double *p, double *x)\n{\n"
                      "    double v[%zu];\n    int i;\n"
@@ -1222,8 +1232,9 @@ static int alpha_linear(emitter *e)
 
 struct ch_emit_cache {
     ch_cse_cache *cse;
-    int ham_done;                   /* ham_kane() was called */
-    const ham_kane_exprs *ham_kane; /* and returned this */
+    int kane_done;                  /* kane_pre() was called */
+    const ham_kane_exprs *ham_kane; /* and set these */
+    const ch_expr *en_kane;
 };
 
 ch_emit_cache *ch_emit_cache_new(void)
@@ -1243,51 +1254,59 @@ void ch_emit_cache_free(ch_emit_cache *c)
     free(c);
 }
 
-/* The hamilton form's expressions from the Lagrangian's Kane form
+/* The hamilton form's expressions from the Lagrangian's Kane form kn
  * (ch_hamilton_kane; alpha = B_dep v_indep from its X, y* = A v_indep)
  * where H* exists, the constraints are linear and homogeneous in the
- * velocities and G_d is triangular, else NULL. Built before anything else
- * of every form (once when the forms share a cache), so that its nodes
- * precede all the others each time: the forms share one context, whose
- * node ids order the sums, and a form's file must not depend on the forms
- * emitted with it. */
-static const ham_kane_exprs *ham_kane(emitter *e)
+ * velocities and G_d is triangular, else NULL. */
+static const ham_kane_exprs *ham_kane(emitter *e, const ch_kane *kn)
 {
     const ch_derivation *d = e->d;
-    size_t n = e->n, k = e->k, nv = n * n + k * n + n + k;
+    size_t n = e->n, k = e->k, m = e->mi, nv = n * n + k * n + n + k;
     if (!d->ham.exists || k == 0 || !alpha_linear(e)) return NULL;
-    ch_kane kn;
-    int rc = ch_kane_split(e->ctx, e->m, d->lag.Q, &kn);
+    ham_kane_exprs *h = ch_ctx_alloc(e->ctx, sizeof *h);
+    const ch_expr **yt = earr(e, m), **eta = earr(e, m), **alpha = earr(e, k);
+    const ch_expr **ystar = earr(e, m), **v = earr(e, nv), **bd = earr(e, k * m);
+    const ch_expr **u = earr(e, m), **A = earr(e, m * m);
+    unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
+    if (!h || !yt || !eta || !alpha || !ystar || !v || !bd || !u || !A || !nz) {
+        e->failed = 1;
+        return NULL;
+    }
+    memset(nz, 0, nv);
+    for (size_t i = 0; i < nv; i++) v[i] = NULL;
+    for (size_t j = 0; j < k * n; j++) { /* ch_hamilton_kane reads G only */
+        v[n * n + j] = d->lag.G[j];
+        nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
+    }
+    ch_redsolve in = {n, k, m, d->mf.dep, d->mf.indep, nz, NULL, NULL};
+    int rc = ch_hamilton_kane(e->ctx, &in, v, kn, d->ham.y, yt, eta, bd, A);
+    for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
+    if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, alpha) ||
+                    ch_mat_vec(e->ctx, m, m, A, u, ystar)))
+        rc = -1;
     if (rc == 0) {
-        size_t m = e->mi;
-        ham_kane_exprs *h = ch_ctx_alloc(e->ctx, sizeof *h);
-        const ch_expr **yt = earr(e, m), **eta = earr(e, m), **alpha = earr(e, k);
-        const ch_expr **ystar = earr(e, m), **v = earr(e, nv), **bd = earr(e, k * m);
-        const ch_expr **u = earr(e, m), **A = earr(e, m * m);
-        unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
-        if (!h || !yt || !eta || !alpha || !ystar || !v || !bd || !u || !A || !nz) {
-            e->failed = 1;
-            return NULL;
-        }
-        memset(nz, 0, nv);
-        for (size_t i = 0; i < nv; i++) v[i] = NULL;
-        for (size_t j = 0; j < k * n; j++) { /* ch_hamilton_kane reads G only */
-            v[n * n + j] = d->lag.G[j];
-            nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
-        }
-        ch_redsolve in = {n, k, m, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-        rc = ch_hamilton_kane(e->ctx, &in, v, &kn, d->ham.y, yt, eta, bd, A);
-        for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
-        if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, alpha) ||
-                        ch_mat_vec(e->ctx, m, m, A, u, ystar)))
-            rc = -1;
-        if (rc == 0) {
-            h->yt = yt, h->eta = eta[0] ? eta : NULL, h->alpha = alpha, h->ystar = ystar;
-            return h;
-        }
+        h->yt = yt, h->eta = eta[0] ? eta : NULL, h->alpha = alpha, h->ystar = ystar;
+        return h;
     }
     if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
     return NULL;
+}
+
+/* The Kane form's expressions that the kernels choose between (the
+ * energy; the hamilton form's), built before anything else of every form
+ * (once when the forms share a cache), so that their nodes precede all
+ * the others each time: the forms share one context, whose node ids order
+ * the sums, and a form's file must not depend on the forms emitted with
+ * it. */
+static void kane_pre(emitter *e)
+{
+    ch_kane kn;
+    int rc = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
+    if (rc < 0) ch_ctx_clear_error(e->ctx);
+    if (rc) return;
+    if (!(e->en_kane = ch_kane_energy(e->ctx, &kn)))
+        ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
+    e->ham_kane = ham_kane(e, &kn);
 }
 
 /* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
@@ -1614,11 +1633,11 @@ static void kernel_ham(emitter *e)
     ch_cse_prog ham, fused;
     const ch_expr *const *kane = e->ham_kane ? e->ham_kane->yt : NULL;
     if (!kane || !e->eta_from_kane || !e->d->red.explicit_alpha) {
-        e->ham_from_kane = kernel_or_kane(e, "ham", e->d->ham.yt, kane);
+        e->ham_from_kane = kernel_or_kane(e, "ham", e->mi, e->d->ham.yt, kane);
         e->ham_ops = e->last;
         return;
     }
-    int from_kane = program_or_kane(e, e->d->ham.yt, kane, &ham);
+    int from_kane = program_or_kane(e, "ham", e->mi, e->d->ham.yt, kane, &ham);
     if (from_kane < 0) return;
     e->ham_from_kane = from_kane;
     double three = call_cost(&ham.after) + call_cost(&e->eta_ops) + call_cost(&e->alpha_ops);
@@ -1637,7 +1656,7 @@ static void fun_energy_vel(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n;
-    kernel(e, "en", 1, &e->d->lag.energy);
+    kernel_or_kane(e, "en", 1, &e->d->lag.energy, e->en_kane ? &e->en_kane : NULL);
     ch_buf_printf(b, "double %s_energy(double t, const double *x, const double *p)\n{\n"
                      "    double v[%zu], en;\n"
                      "    if (kn_vel(t, x, p, v)) return HUGE_VAL;\n"
@@ -1932,9 +1951,13 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     e.shared = cache != NULL;
     e.cache = cache ? cache->cse : ch_cse_cache_new();
 
-    if (!cache || !cache->ham_done) e.ham_kane = ham_kane(&e);
-    else e.ham_kane = cache->ham_kane;
-    if (cache) cache->ham_done = 1, cache->ham_kane = e.ham_kane;
+    if (!cache || !cache->kane_done) {
+        kane_pre(&e);
+    } else {
+        e.ham_kane = cache->ham_kane;
+        e.en_kane = cache->en_kane;
+    }
+    if (cache) cache->kane_done = 1, cache->ham_kane = e.ham_kane, cache->en_kane = e.en_kane;
     int need_dyn = form == CH_FORM_FULL || e.k > 0;
     if (need_dyn) kernel_dyn(&e);
     fun_vel(&e);

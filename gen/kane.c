@@ -112,7 +112,7 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
     split(&s, m->lagrangian, ch_one(ctx));
     int rc = s.bad ? s.bad : s.nb == 0 ? 1 : 0;
     const ch_expr **zero = rc ? NULL : ch_mat_new(ctx, n, 1);
-    ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL};
+    ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL, s.l0};
     if (!rc) {
         k.mu = ch_mat_new(ctx, s.nb, 1), k.E = ch_mat_new(ctx, s.nb, 1);
         k.a = ch_mat_new(ctx, s.nb, n), k.acc = ch_mat_new(ctx, s.nb, 1);
@@ -149,4 +149,20 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
     free(s.E);
     if (rc == 0) *out = k;
     return rc;
+}
+
+const ch_expr *ch_kane_energy(ch_ctx *ctx, const ch_kane *kn)
+{
+    const ch_expr **t = malloc((kn->nb + 1) * sizeof *t);
+    if (!t) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    const ch_expr *half = ch_num_frac(ctx, 1, 2);
+    for (size_t b = 0; b < kn->nb; b++)
+        t[b] = ch_mul(ctx, ch_mul(ctx, half, kn->mu[b]), ch_pow_si(ctx, kn->E[b], 2));
+    t[kn->nb] = ch_neg(ctx, kn->L0);
+    const ch_expr *en = ch_add_n(ctx, kn->nb + 1, t);
+    free(t);
+    return en;
 }

@@ -23,6 +23,7 @@ typedef struct {
     const ch_expr **acc;     /* nb: V(E_k) */
     const ch_expr **g;       /* nb * n: V(a_kj) - dE_k/dq_j */
     const ch_expr **F;       /* n: Q_j + dL0/dq_j */
+    const ch_expr *L0;       /* L - sum_k mu_k/2 E_k^2, free of q' */
 } ch_kane;
 
 /* Splits m's Lagrangian (Q: the n generalized forces) into Kane's form.
@@ -30,6 +31,13 @@ typedef struct {
  * Lagrangian is not of that form (or has more than CH_KANE_MAX_N
  * coordinates), -1 on a context error. */
 int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_kane *out);
+
+/* The energy q'.dL/dq' - L from the Kane form: each E_k is homogeneous
+ * of degree 1 in q', so q'.dL/dq' = sum mu_k E_k^2 and
+ * E = sum mu_k/2 E_k^2 - L0, a sum over the terms (the closed form
+ * q'.p - L writes every momentum out: O(n^2) on the n-trailer). NULL on
+ * failure. */
+const ch_expr *ch_kane_energy(ch_ctx *ctx, const ch_kane *kn);
 
 /* The largest n for which ch_kane_split tries: its derivatives are n per
  * term, of terms with up to n velocities, O(n^3) in all (0.13 G of the
