@@ -79,8 +79,9 @@ typedef struct {
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
-    const ham_kane_exprs *ham_kane; /* of the Kane form (kane_pre()), or NULL */
-    const ch_expr *en_kane;   /* the energy from the Kane form (kane_pre()), or NULL */
+    const ch_kane *kane;      /* the Lagrangian's Kane form (kane_pre()), or NULL */
+    const ham_kane_exprs *ham_kane; /* the hamilton form's from it, or NULL */
+    const ch_expr *en_kane;   /* the energy from it, or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
@@ -1233,7 +1234,8 @@ static int alpha_linear(emitter *e)
 struct ch_emit_cache {
     ch_cse_cache *cse;
     int kane_done;                  /* kane_pre() was called */
-    const ham_kane_exprs *ham_kane; /* and set these */
+    const ch_kane *kane;            /* and set these */
+    const ham_kane_exprs *ham_kane;
     const ch_expr *en_kane;
 };
 
@@ -1292,7 +1294,8 @@ static const ham_kane_exprs *ham_kane(emitter *e, const ch_kane *kn)
     return NULL;
 }
 
-/* The Kane form's expressions that the kernels choose between (the
+/* The Lagrangian's Kane form (kane.h: the forms' candidates made from it)
+ * and the expressions from it that the kernels choose between (the
  * energy; the hamilton form's), built before anything else of every form
  * (once when the forms share a cache), so that their nodes precede all
  * the others each time: the forms share one context, whose node ids order
@@ -1300,13 +1303,18 @@ static const ham_kane_exprs *ham_kane(emitter *e, const ch_kane *kn)
  * it. */
 static void kane_pre(emitter *e)
 {
-    ch_kane kn;
-    int rc = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
+    ch_kane *kn = ch_ctx_alloc(e->ctx, sizeof *kn);
+    if (!kn) {
+        e->failed = 1;
+        return;
+    }
+    int rc = ch_kane_split(e->ctx, e->m, e->d->lag.Q, kn);
     if (rc < 0) ch_ctx_clear_error(e->ctx);
     if (rc) return;
-    if (!(e->en_kane = ch_kane_energy(e->ctx, &kn)))
+    e->kane = kn;
+    if (!(e->en_kane = ch_kane_energy(e->ctx, kn)))
         ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
-    e->ham_kane = ham_kane(e, &kn);
+    e->ham_kane = ham_kane(e, kn);
 }
 
 /* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
@@ -1378,24 +1386,23 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
      * against O(n)), M B multiplies out entries the Kane form never
      * forms, and those candidates never won (the n-trailer from N = 1
      * to 100); they were 4.3 of the 200-trailer's 7.6 s here */
-    ch_kane kn;
-    int kane = ch_kane_split(e->ctx, e->m, e->d->lag.Q, &kn);
-    if (kane < 0) ch_ctx_clear_error(e->ctx);
+    const ch_kane *kn = e->kane;
     size_t nnz_m = 0;
     for (size_t i = 0; i < e->n * e->n; i++) nnz_m += e->dyn_nz[i];
-    int first = kane == 0 && nnz_m > kn.nb ? 3 : 0;
+    int first = kn && nnz_m > kn->nb ? 3 : 0;
     size_t nin = nd + (with_alpha ? k : 0);
     const ch_expr **vals[3]; /* by ch_dist: the M b and the Kane candidates share them */
-    for (int c = first; c < 3 * (kane == 0 ? 2 : 1); c++) {
+    for (int c = first; c < 3 * (kn ? 2 : 1); c++) {
         int dist = c % 3, use_kane = c >= 3;
-        /* from the factored values: their sums are simpler (the pivots of
-         * the n-trailer's G_d are d (sin^2 + cos^2) as derived, d there) */
+        /* from the factored values: their sums are simpler (G's entries
+         * come with their common factors out of the derivation already,
+         * lagrange.c; b's and alpha's do not) */
         if (!use_kane) vals[dist] = ch_factor_sums(e->ctx, nin, all, dist);
         else if (first == 3)
             vals[dist] = factor_read(e, all, nin, dist);
         const ch_expr **val = vals[dist];
         int rc = !val ? 1
-                 : use_kane ? ch_reduced_kane(e->ctx, &in, val, &kn, o, lin ? bd : NULL)
+                 : use_kane ? ch_reduced_kane(e->ctx, &in, val, kn, o, lin ? bd : NULL)
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
@@ -1954,10 +1961,12 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (!cache || !cache->kane_done) {
         kane_pre(&e);
     } else {
-        e.ham_kane = cache->ham_kane;
-        e.en_kane = cache->en_kane;
+        e.kane = cache->kane, e.ham_kane = cache->ham_kane, e.en_kane = cache->en_kane;
     }
-    if (cache) cache->kane_done = 1, cache->ham_kane = e.ham_kane, cache->en_kane = e.en_kane;
+    if (cache) {
+        cache->kane_done = 1;
+        cache->kane = e.kane, cache->ham_kane = e.ham_kane, cache->en_kane = e.en_kane;
+    }
     int need_dyn = form == CH_FORM_FULL || e.k > 0;
     if (need_dyn) kernel_dyn(&e);
     fun_vel(&e);
