@@ -1074,18 +1074,46 @@ static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *cons
         }
 }
 
+/* What both Kane builders start from: X = G_d^-1 [G_i | r] (solve_x), a
+ * scratch t large enough for every sum they form, and room for the
+ * terms' P_b (m each). */
+typedef struct {
+    gen g;
+    const ch_expr **X, **t, **P;
+} kane_base;
+
+/* 0, 1 when G_d is not triangular, -1 (out of memory, a failed context,
+ * kn not of in's size); G_d's pivots into piv_out. kane_base_free in
+ * every case. */
+static int kane_base_init(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                          const ch_kane *kn, const ch_expr **piv_out, const ch_expr **bd,
+                          kane_base *kb)
+{
+    kb->g = gen_of(in);
+    size_t n = kb->g.n, k = kb->g.k, nb = kn->nb;
+    kb->X = calloc(k * kb->g.w + 1, sizeof *kb->X);
+    kb->t = calloc(2 * (n + k + nb) + 2, sizeof *kb->t);
+    kb->P = calloc(nb * kb->g.m + 1, sizeof *kb->P);
+    if (!kb->X || !kb->t || !kb->P || ch_ctx_exhausted(ctx) || kn->n != n) return -1;
+    return solve_x(ctx, &kb->g, v, kb->X, kb->t, piv_out, bd, 1);
+}
+
+static void kane_base_free(kane_base *kb)
+{
+    free(kb->X), free(kb->t), free(kb->P);
+}
+
 int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                      const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
                      const ch_expr **eta, const ch_expr **bd, const ch_expr **A)
 {
-    gen g = gen_of(in);
-    size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
-    size_t tcap = 2 * (n + k + nb) + 2;
-    const ch_expr **X = calloc(k * w + 1, sizeof *X), **t = calloc(tcap, sizeof *t);
-    const ch_expr **P = calloc(nb * m + 1, sizeof *P), **piv = calloc(k + 1, sizeof *piv);
-    int rc = -1;
-    if (!X || !t || !P || !piv || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
-    if ((rc = solve_x(ctx, &g, v, X, t, piv, bd, 1))) goto done;
+    kane_base kb = {0};
+    const ch_expr **piv = calloc(in->k + 1, sizeof *piv);
+    int rc = piv ? kane_base_init(ctx, in, v, kn, piv, bd, &kb) : -1;
+    if (rc) goto done;
+    gen g = kb.g;
+    size_t n = g.n, m = g.m, nb = kn->nb;
+    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
     for (size_t b = 0; b < nb; b++) kane_p(ctx, &g, X, kn->a + b * n, t, P + b * m);
     for (size_t r = 0; r < m; r++) {
         /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b
@@ -1114,22 +1142,22 @@ int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
         eta[0] = NULL;
     }
 done:
-    free(X), free(t), free(P), free(piv);
+    kane_base_free(&kb);
+    free(piv);
     return rc;
 }
 
 int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
                     const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
 {
-    gen g = gen_of(in);
-    size_t n = g.n, k = g.k, m = g.m, w = g.w, nb = kn->nb;
-    size_t tcap = 2 * (n + k + nb) + 2;
-    const ch_expr **X = calloc(k * w + 1, sizeof *X), **t = calloc(tcap, sizeof *t);
-    /* per term: P = B^T a (m), a . w + V(E) (1) */
-    const ch_expr **P = calloc(nb * m + 1, sizeof *P), **acc = calloc(nb + 1, sizeof *acc);
-    int rc = -1;
-    if (!X || !t || !P || !acc || ch_ctx_exhausted(ctx) || kn->n != n) goto done;
-    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 1))) goto done;
+    kane_base kb = {0};
+    /* per term: a . w + V(E) */
+    const ch_expr **acc = calloc(kn->nb + 1, sizeof *acc);
+    int rc = acc ? kane_base_init(ctx, in, v, kn, out + in->m * in->m + in->m, bd, &kb) : -1;
+    if (rc) goto done;
+    gen g = kb.g;
+    size_t n = g.n, k = g.k, m = g.m, nb = kn->nb;
+    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
     for (size_t b = 0; b < nb; b++) {
         const ch_expr *const *a = kn->a + b * n;
         kane_p(ctx, &g, X, a, t, P + b * m);
@@ -1159,6 +1187,7 @@ int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
     for (size_t i = 0; i < m * m + m + k; i++)
         if (!out[i]) rc = -1;
 done:
-    free(X), free(t), free(P), free(acc);
+    kane_base_free(&kb);
+    free(acc);
     return rc;
 }
