@@ -19,7 +19,15 @@ typedef struct {
     unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
     const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
     int use_gd;               /* the body needs the LU arrays */
+    int row_test;             /* 1 where a row of G_d is small against G's row */
+    unsigned char *is_dep;    /* n: the coordinate's velocity is dependent */
 } gen;
+
+/* Where G_d's part of a constraint row is below this fraction of the
+ * row's largest entry, the full form's kn_facc leaves the state to
+ * la_kkt: the null-space basis B = [I; -G_d^-1 G_i] grows as the inverse
+ * of that ratio, and with it the rounding errors of B^T M B. */
+#define ROW_TEST "1e-2"
 
 /* A generator of in's sizes, the rest empty. */
 static gen gen_of(const ch_redsolve *in)
@@ -116,6 +124,29 @@ static int tri_order(const gen *g, int *prow, int *pcol)
     return ok;
 }
 
+/* With g->row_test, "if (!(gd > ROW_TEST * gm)) return 1;" for row a
+ * of G: gd is |pivot| (the triangular solve's, column piv) or, with piv
+ * negative, the largest |entry| of the row's G_d part (the LU solve's),
+ * gm the largest |entry| of the row. The dependent velocities are
+ * badly determined by the constraints where it fails. Comparisons only,
+ * no operation counted. */
+static void row_test(gen *g, size_t a, int piv)
+{
+    if (!g->row_test) return;
+    ch_buf_put(g->b, "    {\n        double gd = 0.0, gm;\n");
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: gd; pass 1: the other entries into gm */
+        for (size_t j = 0; j < g->n; j++) {
+            int in_gd = piv >= 0 ? (int)j == piv : g->is_dep[j];
+            if (in_gd != (pass == 0) || !nz(g, oG(g, a, j))) continue;
+            const char *e = val(g, oG(g, a, j)), *to = pass ? "gm" : "gd";
+            ch_buf_printf(g->b, "        if (fabs(%s) > %s) %s = fabs(%s);\n", e, to, to, e);
+        }
+        if (pass == 0) ch_buf_put(g->b, "        gm = gd;\n");
+    }
+    ch_buf_put(g->b, "        if (!(gd > " ROW_TEST " * gm)) return 1;\n    }\n");
+}
+
 /* X = G_d^-1 [G_i | r] by substitution in the triangular order. The
  * pivots are values of the dynamics, so all of them are tested and
  * inverted first: the divisions are independent of each other and of the
@@ -139,14 +170,17 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
             if (strcmp(pj, val(g, oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]]))) == 0)
                 first[j] = l;
     }
-    ch_buf_put(g->b, "    if (");
-    for (size_t j = 0, nt = 0; j < g->k; j++)
+    /* (the row tests include the zero test) */
+    if (!g->row_test) ch_buf_put(g->b, "    if (");
+    for (size_t j = 0, nt = 0; j < g->k && !g->row_test; j++)
         if (first[j] == j) {
             ch_buf_printf(g->b, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "",
                           val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
             nt++;
         }
-    ch_buf_put(g->b, ")\n        return 1;\n");
+    if (!g->row_test) ch_buf_put(g->b, ")\n        return 1;\n");
+    for (size_t j = 0; j < g->k; j++)
+        row_test(g, (size_t)prow[j], in->dep[pcol[j]]);
     for (size_t j = 0; j < g->k; j++)
         if (first[j] == j) {
             ch_buf_printf(g->b, "    const double dg%zu = 1.0 / %s;\n", j,
@@ -214,6 +248,7 @@ static void solve_dense(gen *g)
     size_t k = g->k;
     g->use_gd = 1;
     g->xfmt = "Xa[%zu]";
+    for (size_t a = 0; a < k; a++) row_test(g, a, -1);
     for (size_t a = 0; a < k; a++) {
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(g->b, "    Gd[%zu] = %s;\n", a * k + nu, val(g, oG(g, a, (size_t)in->dep[nu])));
@@ -290,19 +325,29 @@ static void reduce(gen *g)
         }
 }
 
+/* "double A[m*m] = {...};": the symmetric matrix rebuilt from the
+ * scalars A<i*m+j> of its lower triangle, for la_solve. */
+static void put_a_array(ch_buf *b, size_t m, const char *indent)
+{
+    ch_buf_printf(b, "double A[%zu] = {", m > 0 ? m * m : 1);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++) {
+            if (i + j > 0 && (i * m + j) % 8 == 0) ch_buf_printf(b, ",\n%s    ", indent);
+            else if (i + j > 0) ch_buf_put(b, ", ");
+            ch_buf_printf(b, "A%zu", j <= i ? i * m + j : j * m + i);
+        }
+    if (m == 0) ch_buf_put(b, "0.0");
+    ch_buf_put(b, "};\n");
+}
+
 void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
 {
     /* the fallback: la_solve on the full matrix rebuilt from the scalars */
     ch_buf fb;
     ch_buf_init(&fb);
-    ch_buf_printf(&fb, "{\n            double A[%zu] = {", m > 0 ? m * m : 1);
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < m; j++)
-            ch_buf_printf(&fb, "%sA%zu",
-                          i + j == 0 ? "" : (i * m + j) % 8 ? ", " : ",\n                ",
-                          j <= i ? i * m + j : j * m + i);
-    if (m == 0) ch_buf_put(&fb, "0.0");
-    ch_buf_printf(&fb, "};\n            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
+    ch_buf_put(&fb, "{\n            ");
+    put_a_array(&fb, m, "            ");
+    ch_buf_printf(&fb, "            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
     if (fb.oom) b->oom = 1;
     if (m <= CH_SPD_UNROLL_MAX && !fb.oom) {
         ch_emit_spd_solve(b, m, "A%zu", "vt[%zu]", anz, fb.s, ops);
@@ -314,47 +359,132 @@ void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcou
     ch_buf_free(&fb);
 }
 
+/* X, MB, A and f (into vt) of in as statements in body, their
+ * operations added to ops; *triangular says which solve X came from.
+ * g's pattern arrays are allocated here (gen_free frees them). 0, or -1
+ * out of memory. */
+static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *ops,
+                       int *triangular, int row_tests)
+{
+    *g = gen_of(in);
+    g->row_test = row_tests;
+    g->ops = ops;
+    g->b = body;
+    g->xnz = calloc(g->k * g->w + 1, 1);
+    g->mbnz = calloc(g->n * g->m + 1, 1);
+    g->anz = calloc(g->m * g->m + 1, 1);
+    g->is_dep = calloc(g->n + 1, 1);
+    int *prow = calloc(g->k + 1, sizeof *prow), *pcol = calloc(g->k + 1, sizeof *pcol);
+    int rc = -1;
+    if (g->xnz && g->mbnz && g->anz && g->is_dep && prow && pcol) {
+        for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->dep[nu]] = 1;
+        *triangular = tri_order(g, prow, pcol);
+        if (*triangular) solve_triangular(g, prow, pcol);
+        else solve_dense(g);
+        products(g);
+        reduce(g);
+        rc = body->oom ? -1 : 0;
+    }
+    free(prow);
+    free(pcol);
+    return rc;
+}
+
+static void gen_free(gen *g)
+{
+    free(g->xnz);
+    free(g->mbnz);
+    free(g->anz);
+    free(g->is_dep);
+}
+
+/* The function after its head: la_solve's work space (when ws says it
+ * is used), the LU path's arrays, in's statements, then body's. */
+static void put_kernel(ch_buf *code, const gen *g, int ws, const ch_buf *body)
+{
+    size_t nw = g->k > g->m ? g->k : g->m;
+    if (ws) ch_buf_printf(code, "    double ws[%zu];\n    int piv[%zu];\n", nw * nw + 1, nw + 1);
+    if (g->use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g->k * g->k, g->k * g->w);
+    ch_buf_put(code, "    (void)t; (void)x; (void)p; (void)v;\n");
+    ch_buf_put(code, g->in->body ? g->in->body : "");
+    ch_buf_putn(code, body->s, body->len);
+    ch_buf_put(code, "}\n\n");
+}
+
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular)
 {
-    gen g = gen_of(in);
-    g.ops = ops;
+    gen g;
     ch_buf body;
     ch_buf_init(&body);
-    g.b = &body;
-    g.xnz = calloc(g.k * g.w + 1, 1);
-    g.mbnz = calloc(g.n * g.m + 1, 1);
-    g.anz = calloc(g.m * g.m + 1, 1);
-    int *prow = calloc(g.k + 1, sizeof *prow), *pcol = calloc(g.k + 1, sizeof *pcol);
-    int rc = -1;
-    if (g.xnz && g.mbnz && g.anz && prow && pcol) {
-        *triangular = tri_order(&g, prow, pcol);
-        if (*triangular) solve_triangular(&g, prow, pcol);
-        else solve_dense(&g);
-        products(&g);
-        reduce(&g);
+    int rc = system_body(&g, in, &body, ops, triangular, 0);
+    if (rc == 0) {
         ch_emit_small_solve(&body, g.m, g.anz, ops);
-        size_t nw = g.k > g.m ? g.k : g.m;
         /* v is not const: the values' program may also write the
          * dependent velocities */
         ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, or\n"
                          " * 1 where G_d or B^T M B is singular. */\n"
                          "static int kn_acc(double t, const double *x, const double *p, "
                          "double *v,\n                  double *vt)\n{\n");
-        ch_buf_printf(code, "    double ws[%zu];\n    int piv[%zu];\n", nw * nw + 1, nw + 1);
-        if (g.use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g.k * g.k, g.k * g.w);
-        ch_buf_put(code, "    (void)t; (void)x; (void)p; (void)v;\n");
-        ch_buf_put(code, in->body ? in->body : "");
-        ch_buf_putn(code, body.s, body.len);
-        ch_buf_put(code, "}\n\n");
+        put_kernel(code, &g, 1, &body);
         rc = body.oom || code->oom ? -1 : 0;
     }
     ch_buf_free(&body);
-    free(g.xnz);
-    free(g.mbnz);
-    free(g.anz);
-    free(prow);
-    free(pcol);
+    gen_free(&g);
+    return rc;
+}
+
+int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                         int *triangular)
+{
+    gen g;
+    ch_buf body;
+    ch_buf_init(&body);
+    int rc = system_body(&g, in, &body, ops, triangular, 1);
+    if (rc == 0) {
+        name t1, t2, t3;
+        /* where B^T M B is not positive definite, 1: the caller's la_kkt
+         * then solves the whole system (and the unrolled solve reads no
+         * entry known to be zero) */
+        if (g.m <= CH_SPD_UNROLL_MAX) {
+            for (size_t r = 0; r < g.m; r++)
+                for (size_t c = 0; c < r; c++)
+                    if (!g.anz[r * g.m + c]) ch_buf_printf(&body, "    (void)A%zu;\n", r * g.m + c);
+            ch_emit_spd_solve(&body, g.m, "A%zu", "vt[%zu]", g.anz, "return 1;", ops);
+        } else {
+            ch_buf_put(&body, "    {\n        ");
+            put_a_array(&body, g.m, "        ");
+            ch_buf_printf(&body, "        if (la_solve(%zu, 1, A, vt, 1, ws, piv)) return 1;\n    }\n",
+                          g.m);
+            ch_la_solve_ops(g.m, 1, ops);
+        }
+        for (size_t r = 0; r < g.m; r++)
+            ch_buf_printf(&body, "    acc[%d] = vt[%zu];\n", in->indep[r], r);
+        /* qtt_dep = X_r - X_i vt */
+        for (size_t nu = 0; nu < g.k; nu++) {
+            sum s;
+            snprintf(t1, sizeof t1, "acc[%d]", in->dep[nu]);
+            sum_start(&s, &g, t1);
+            if (g.xnz[nu * g.w + g.m]) sum_first(&s, xname(&g, t2, nu * g.w + g.m));
+            for (size_t r = 0; r < g.m; r++)
+                if (g.xnz[nu * g.w + r]) {
+                    snprintf(t3, sizeof t3, "vt[%zu]", r);
+                    sum_sub(&s, xname(&g, t2, nu * g.w + r), t3);
+                }
+            sum_end(&s);
+        }
+        ch_buf_put(&body, "    return 0;\n");
+        ch_buf_printf(code, "/* The accelerations by the null-space method (emit_red.h) on the\n"
+                            " * values la_kkt would solve: 0, or 1 where G_d or B^T M B is\n"
+                            " * singular. */\n"
+                            "static int kn_facc(double t, const double *x, const double *p, "
+                            "const double *v,\n                   double *acc)\n{\n"
+                            "    double vt[%zu];\n", g.m > 0 ? g.m : 1);
+        put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, &body);
+        rc = body.oom || code->oom ? -1 : 0;
+    }
+    ch_buf_free(&body);
+    gen_free(&g);
     return rc;
 }
 

@@ -50,6 +50,18 @@ typedef struct {
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
 
+/* The same solve for the full form (state q, q'): appends `static int
+ * kn_facc(t, x, p, v, acc)`, all n accelerations qtt = B vt + w from
+ * in's values evaluated at the velocities v (the state's, which need not
+ * satisfy the constraints: the values are those la_kkt solves, and its
+ * qtt is this one), 0, or 1 where G_d or B^T M B is singular (not
+ * positive definite), for the caller's la_kkt to take over. For the
+ * n-trailer O(N^2) operations where la_kkt's are O(N^3) with
+ * loops. Declares vt, and ws, piv and the LU path's arrays where it
+ * uses them; the rest as ch_emit_reduced_numeric. */
+int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                         int *triangular);
+
 /* The reduced system of ch_emit_reduced_numeric as expressions of the
  * values v (n*n + k*n + n + k, in the order of in->val; in->nz their
  * nonzero pattern) when G_d is triangular up to permutations: X, M B,

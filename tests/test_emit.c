@@ -178,6 +178,34 @@ static void check_harness_output(const char *model, const char *path)
     CHECK_MSG(seen_rc && ncmp > 0, "%s: harness did not finish", model);
 }
 
+/* The full form's right side against la_kkt on the same kn_dyn values,
+ * at states off the constraints (velocities and coordinates moved from
+ * the initial state), so that kn_facc's null-space solve is checked
+ * where the constraints do not hold: the file is included, its static
+ * kernels called. Prints CMP lines for check_harness_output. */
+static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
+{
+    size_t n = d->lag.n, k = d->lag.k, nv = n * n + k * n + n + k;
+    ch_buf_printf(b, "#include <stdio.h>\n#include \"%s_full.c\"\n#define F(s) %s_full_##s\n",
+                  name, name);
+    ch_buf_printf(b,
+        "int main(void)\n{\n"
+        "    double x[F(NX)], dx[F(NX)], v[F(NQ)], o[%zu], acc[F(NQ)], lam[%zu], w[%zu];\n"
+        "    int piv[%zu], i, s, rc = 0;\n"
+        "    for (s = 0; s < 6; s++) {\n"
+        "        F(initial)(x);\n"
+        "        for (i = 0; i < F(NX); i++) x[i] += 0.05 * s * ((i * 7 + s * 3) %% 5 - 2) / (i + 1.0);\n"
+        "        if (F(rhs)(0.0, x, F(param_defaults), dx)) { printf(\"SKIP %%d\\n\", s); continue; }\n"
+        "        rc |= kn_vel(0.0, x, F(param_defaults), v);\n"
+        "        kn_dyn(0.0, x, F(param_defaults), v, o);\n"
+        "        rc |= la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv);\n"
+        "        for (i = 0; i < F(NQ); i++) printf(\"CMP kkt%%d_%%d %%.17g %%.17g\\n\", s, i, dx[F(NQ) + i], acc[i]);\n"
+        "    }\n"
+        "    printf(\"RC %%d\\n\", rc);\n    return 0;\n}\n",
+        nv, k + 1, 2 * (n + k) * (n + k + 1) + 1, n + k + 1, n, k, n * n, n * n + k * n,
+        n * n + k * n + n);
+}
+
 /* Emits, writes, compiles (gcc strict, tcc) and runs the harness. */
 static void check_model(const char *path, const char *text, const char *name)
 {
@@ -218,6 +246,19 @@ static void check_model(const char *path, const char *text, const char *name)
                 dir, name);
         CHECK_MSG(rc == 0, "%s: tcc harness failed to build or run", name);
         snprintf(out, sizeof out, "%s/harness_tcc.out", dir);
+        check_harness_output(name, out);
+    }
+    if (e.ok[CH_FORM_FULL] && d->lag.k > 0 && strstr(e.c[CH_FORM_FULL].s, "kn_facc")) {
+        ch_buf kb;
+        ch_buf_init(&kb);
+        kkt_harness(&kb, d, name);
+        write_text(dir, "kkt.c", kb.s);
+        ch_buf_free(&kb);
+        int rc = sh("cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o kkt kkt.c -lm "
+                    "&& ./kkt > kkt.out", dir, "");
+        CHECK_MSG(rc == 0, "%s: kkt harness failed to build or run", name);
+        char out[600];
+        snprintf(out, sizeof out, "%s/kkt.out", dir);
         check_harness_output(name, out);
     }
     /* Determinism: a fresh context gives byte-identical files. */
@@ -1061,6 +1102,50 @@ static void test_fused_rhs(void)
     ch_ctx_free(ctx);
 }
 
+/* The knife edge's full form where its dependent velocity y' is not
+ * determined by the constraint (phi = pi/2: G_d = -cos phi is rounding
+ * noise, which B^T M B's pivot test catches too), badly determined
+ * (pi/2 - 1e-3: only kn_facc's row test declines) and well determined
+ * (pi/2 - 0.1): kn_facc declines the first two, accepts the third, and
+ * the right side is la_kkt's at all three. */
+static void test_full_fallback(void)
+{
+    emitted e;
+    ch_derivation *d;
+    ch_ctx *ctx;
+    char path[300];
+    snprintf(path, sizeof path, "%s/examples/knife_edge.nh", SRCDIR);
+    if (emit_model(path, NULL, &e, &d, &ctx)) return;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fallback", tmpdir);
+    sh("mkdir -p '%s'", dir, "");
+    write_text(dir, "knife_edge_full.c", e.c[CH_FORM_FULL].s);
+    write_text(dir, "fallback.c",
+        "#include <stdio.h>\n#include \"knife_edge_full.c\"\n"
+        "int main(void)\n{\n"
+        "    const double *p = knife_edge_full_param_defaults;\n"
+        "    double x[6] = {0.3, -0.2, 0.0, 0.5, 1.0, 0.3}, dx[6], v[3], o[16], acc[3], lam[2], w[41];\n"
+        "    int piv[5], s, i, rc = 0;\n"
+        "    for (s = 0; s < 3; s++) {\n"
+        "        x[2] = 1.5707963267948966 - (s == 0 ? 0.0 : s == 1 ? 1e-3 : 0.1);\n"
+        "        rc |= kn_vel(0.0, x, p, v);\n"
+        "        rc |= kn_facc(0.0, x, p, v, acc) != (s < 2);\n"
+        "        rc |= knife_edge_full_rhs(0.0, x, p, dx);\n"
+        "        kn_dyn(0.0, x, p, v, o);\n"
+        "        rc |= la_kkt(3, 1, o, o + 9, o + 12, o + 15, acc, lam, w, piv);\n"
+        "        for (i = 0; i < 3; i++) printf(\"CMP fb%d_%d %.17g %.17g\\n\", s, i, dx[3 + i], acc[i]);\n"
+        "    }\n"
+        "    printf(\"RC %d\\n\", rc);\n    return 0;\n}\n");
+    int rc = sh("cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o fallback fallback.c -lm "
+                "&& ./fallback > fallback.out", dir, "");
+    CHECK_MSG(rc == 0, "fallback harness failed to build or run");
+    char out[600];
+    snprintf(out, sizeof out, "%s/fallback.out", dir);
+    check_harness_output("knife_edge fallback", out);
+    emitted_free(&e);
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/chetaev_emit_XXXXXX");
@@ -1081,6 +1166,7 @@ int main(void)
     RUN(test_hamilton_fused);
     RUN(test_spd_solve);
     RUN(test_fused_rhs);
+    RUN(test_full_fallback);
     if (!check_failed && !getenv("CHETAEV_KEEP_EMIT")) sh("rm -rf '%s'", tmpdir, "");
     else fprintf(stderr, "emitted files kept in %s\n", tmpdir);
     return check_summary("emit");
