@@ -1784,10 +1784,22 @@ static void fun_outputs(emitter *e)
         col += k;
     }
     if (k > 0) {
-        ch_buf_printf(b, "    kn_dyn(t, x, p, v, o);\n"
-                         "    if (la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv))\n"
-                         "        return 1;\n",
-                      n, k, n * n, n * n + k * n, n * n + k * n + n);
+        char kkt[160];
+        snprintf(kkt, sizeof kkt, "la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv)",
+                 n, k, n * n, n * n + k * n, n * n + k * n + n);
+        if (e->facc) { /* the multipliers from kn_facc's accelerations where it has them */
+            ch_buf_printf(b, "    static const int dep[%zu] = {", k);
+            for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
+            ch_buf_printf(b, "};\n    kn_dyn(t, x, p, v, o);\n"
+                             "    if ((kn_facc(t, x, p, v, acc) ||\n"
+                             "         la_lambda(%zu, %zu, o, o + %zu, o + %zu, acc, dep, lam, w, piv)) &&\n"
+                             "        %s)\n        return 1;\n",
+                          n, k, n * n, n * n + k * n, kkt);
+        } else {
+            ch_buf_printf(b, "    kn_dyn(t, x, p, v, o);\n    if (%s)\n        return 1;\n", kkt);
+        }
+    }
+    if (k > 0) {
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) out[%zu + i] = lam[i];\n", k, col);
         col += k;
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        double s = 0.0;\n"
@@ -2061,7 +2073,7 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     }
     int need_dyn = form == CH_FORM_FULL || e.k > 0;
     if (need_dyn) kernel_dyn(&e);
-    if (form == CH_FORM_FULL) kernel_facc(&e);
+    kernel_facc(&e); /* the full form's rhs and every form's multipliers */
     fun_vel(&e);
     if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
@@ -2091,6 +2103,7 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         if (form != CH_FORM_HAMILTON || e.k > 0 || e.ham_numeric)
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
+        if (e.facc) put_template(&e, source, "templates/lambda.c.in");
         if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");
         ch_buf_putn(source, e.kern.s, e.kern.len);
         ch_buf_putn(source, e.fun.s, e.fun.len);

@@ -178,9 +178,10 @@ static void check_harness_output(const char *model, const char *path)
     CHECK_MSG(seen_rc && ncmp > 0, "%s: harness did not finish", model);
 }
 
-/* The full form's right side against la_kkt on the same kn_dyn values,
- * at states off the constraints (velocities and coordinates moved from
- * the initial state), so that kn_facc's null-space solve is checked
+/* The full form's right side and multipliers (outputs: phi, then
+ * lambda) against la_kkt on the same kn_dyn values, at states off the
+ * constraints (velocities and coordinates moved from the initial
+ * state), so that kn_facc's null-space solve and la_lambda are checked
  * where the constraints do not hold: the file is included, its static
  * kernels called. Prints CMP lines for check_harness_output. */
 static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
@@ -190,7 +191,7 @@ static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
                   name, name);
     ch_buf_printf(b,
         "int main(void)\n{\n"
-        "    double x[F(NX)], dx[F(NX)], v[F(NQ)], o[%zu], acc[F(NQ)], lam[%zu], w[%zu];\n"
+        "    double x[F(NX)], dx[F(NX)], v[F(NQ)], o[%zu], acc[F(NQ)], lam[%zu], w[%zu], out[F(NOUT)];\n"
         "    int piv[%zu], i, s, rc = 0;\n"
         "    for (s = 0; s < 6; s++) {\n"
         "        F(initial)(x);\n"
@@ -200,10 +201,12 @@ static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
         "        kn_dyn(0.0, x, F(param_defaults), v, o);\n"
         "        rc |= la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv);\n"
         "        for (i = 0; i < F(NQ); i++) printf(\"CMP kkt%%d_%%d %%.17g %%.17g\\n\", s, i, dx[F(NQ) + i], acc[i]);\n"
+        "        rc |= F(outputs)(0.0, x, F(param_defaults), out);\n"
+        "        for (i = 0; i < %zu; i++) printf(\"CMP lam%%d_%%d %%.17g %%.17g\\n\", s, i, out[%zu + i], lam[i]);\n"
         "    }\n"
         "    printf(\"RC %%d\\n\", rc);\n    return 0;\n}\n",
         nv, k + 1, 2 * (n + k) * (n + k + 1) + 1, n + k + 1, n, k, n * n, n * n + k * n,
-        n * n + k * n + n);
+        n * n + k * n + n, k, k);
 }
 
 /* Emits, writes, compiles (gcc strict, tcc) and runs the harness. */
@@ -1107,7 +1110,8 @@ static void test_fused_rhs(void)
  * noise, which B^T M B's pivot test catches too), badly determined
  * (pi/2 - 1e-3: only kn_facc's row test declines) and well determined
  * (pi/2 - 0.1): kn_facc declines the first two, accepts the third, and
- * the right side is la_kkt's at all three. */
+ * the right side and the multiplier (la_lambda at the third) are
+ * la_kkt's at all three. */
 static void test_full_fallback(void)
 {
     emitted e;
@@ -1125,6 +1129,7 @@ static void test_full_fallback(void)
         "int main(void)\n{\n"
         "    const double *p = knife_edge_full_param_defaults;\n"
         "    double x[6] = {0.3, -0.2, 0.0, 0.5, 1.0, 0.3}, dx[6], v[3], o[16], acc[3], lam[2], w[41];\n"
+        "    double out[knife_edge_full_NOUT];\n"
         "    int piv[5], s, i, rc = 0;\n"
         "    for (s = 0; s < 3; s++) {\n"
         "        x[2] = 1.5707963267948966 - (s == 0 ? 0.0 : s == 1 ? 1e-3 : 0.1);\n"
@@ -1134,6 +1139,8 @@ static void test_full_fallback(void)
         "        kn_dyn(0.0, x, p, v, o);\n"
         "        rc |= la_kkt(3, 1, o, o + 9, o + 12, o + 15, acc, lam, w, piv);\n"
         "        for (i = 0; i < 3; i++) printf(\"CMP fb%d_%d %.17g %.17g\\n\", s, i, dx[3 + i], acc[i]);\n"
+        "        rc |= knife_edge_full_outputs(0.0, x, p, out);\n"
+        "        printf(\"CMP fblam%d %.17g %.17g\\n\", s, out[1], lam[0]);\n"
         "    }\n"
         "    printf(\"RC %d\\n\", rc);\n    return 0;\n}\n");
     int rc = sh("cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o fallback fallback.c -lm "
