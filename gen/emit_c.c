@@ -377,12 +377,14 @@ static void kernel_dyn(emitter *e)
     for (size_t j = 0; e->dyn_nz && j < i; j++) e->dyn_nz[j] = o[j] && !ch_is_zero(o[j]);
 }
 
-/* kn_facc: the full form's accelerations from kn_dyn's values by the
- * null-space method (ch_emit_full_numeric), where there are dependent
- * and independent velocities; la_kkt is left for the states where it
- * reports G_d or B^T M B singular. The dense KKT solve's loops cost
- * O((n + k)^3) a call: 4 microseconds on the 10-trailer, 20 times its
- * reduced right side. */
+/* kn_facc: all n accelerations from kn_dyn's values by the null-space
+ * method (ch_emit_full_numeric), where there are dependent and
+ * independent velocities: the full form's right side, and in every form
+ * the accelerations the multipliers are solved from (la_lambda in
+ * outputs); la_kkt is left for the states where it reports G_d or
+ * B^T M B singular. The dense KKT solve's loops cost O((n + k)^3) a
+ * call: 4 microseconds on the 10-trailer, 20 times its reduced right
+ * side. */
 static void kernel_facc(emitter *e)
 {
     size_t n = e->n, k = e->k, nv = e->ndyn;

@@ -50,8 +50,9 @@ typedef struct {
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
 
-/* The same solve for the full form (state q, q'): appends `static int
- * kn_facc(t, x, p, v, acc)`, all n accelerations qtt = B vt + w from
+/* The same solve for all n accelerations (the full form's right side,
+ * every form's multipliers): appends `static int
+ * kn_facc(t, x, p, v, acc)`, qtt = B vt + w from
  * in's values evaluated at the velocities v (the state's, which need not
  * satisfy the constraints: the values are those la_kkt solves, and its
  * qtt is this one), 0, or 1 where G_d or B^T M B is singular (not
