@@ -27,7 +27,7 @@ models="knife_edge trailer1 trailer10"
 for m in $models; do
     "$bin" emit "$tmp/$m.nh" --form reduced -o "$tmp/gen" >/dev/null
 done
-gcc -O2 -std=c11 -Igen bench/jit_time.c gen/jit.c gen/error.c -ltcc -ldl \
+gcc -O2 -std=c11 -Igen bench/jit_time.c gen/jit.c gen/error.c -ltcc -ldl -lm \
     -o "$tmp/jit_time"
 
 # key FILE NAME: value of NAME=... in FILE

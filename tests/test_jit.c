@@ -166,6 +166,39 @@ static void test_compile_errors(void)
     }
 }
 
+/* tcc links emitted code against the math functions of this process
+ * (gen/jit.c); code that calls anything else is linked with the C
+ * library as usual, and a function that exists nowhere is an error that
+ * names it. */
+static void test_link_fallback(void)
+{
+    ch_jit *j = NULL;
+    ch_error err;
+    ch_error_clear(&err);
+    int rc = ch_jit_compile("#include <string.h>\n#include <stdlib.h>\n"
+                            "long len(const char *s) { return (long)strlen(s) + labs(-2); }\n",
+                            CH_COMPILER_TCC, &j, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc == 0) {
+        void *sym = ch_jit_symbol(j, "len");
+        long (*f)(const char *);
+        CHECK(sym != NULL);
+        if (sym) {
+            memcpy(&f, &sym, sizeof f);
+            CHECK(f("abc") == 5);
+        }
+        ch_jit_free(j);
+    }
+    j = NULL;
+    ch_error_clear(&err);
+    rc = ch_jit_compile("double nowhere_fn(double);\n"
+                        "double g(double x) { return nowhere_fn(x); }\n",
+                        CH_COMPILER_TCC, &j, &err);
+    CHECK(rc == CH_ERR_MODEL && j == NULL);
+    CHECK_MSG(strstr(err.msg, "tcc: linking failed") && strstr(err.msg, "nowhere_fn"), "%s",
+              err.msg);
+}
+
 static void test_symbols(void)
 {
     ch_compiler which[2] = {CH_COMPILER_TCC, CH_COMPILER_CC};
@@ -611,6 +644,7 @@ int main(void)
     RUN(test_tcc_and_cc_agree);
     RUN(test_compile_errors);
     RUN(test_symbols);
+    RUN(test_link_fallback);
     RUN(test_jit_unit);
     RUN(test_no_parameters);
     RUN(test_rows_and_failure);
