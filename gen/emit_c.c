@@ -931,7 +931,8 @@ static int has_call(const char *s)
  * rest, as before, cost the 10-trailer's kernel 6% (224 -> 211 ns).
  * 1 when done (p->body replaced), 0 otherwise (a statement not of the
  * expected form). */
-static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *const *names)
+static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *const *names,
+                        int by_calls)
 {
     const char *body = p->body.s ? p->body.s : "";
     /* the statements: the program's lines, then the locals' definitions */
@@ -1024,10 +1025,11 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
      * last call though it could overlap the calls' own work. The
      * 10-trailer's reduced kernel (11 sincos; alpha's recursion along
      * the axles, then the right side's) went 215-225 -> 202-206 ns under
-     * gcc -O2, the 3- and 24-trailer's 3-4% down, the hamilton form's
-     * kn_hrhs within +-4%. The same statements, so the same values. */
+     * gcc -O2, the 3- and 24-trailer's 3-4% down; the hamilton form's
+     * kn_hrhs went 2-5% up, so by_calls is its caller's choice. The same
+     * statements, so the same values. */
     size_t calls = 0;
-    for (size_t j = 0; ok && j < nseq; j++) {
+    for (size_t j = 0; ok && by_calls && j < nseq; j++) {
         size_t i = seq[j], len = strlen(st[i]), pos = pl, n, key = 0;
         while (next_name(st[i], len, &pos, &n)) {
             size_t at = n <= 24 ? (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n)) : 0;
@@ -1037,7 +1039,7 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
         if (has_call(st[i] + pl)) key = ++calls;
         sv[i] = key;
     }
-    if (ok) { /* a counting sort by rank (spos: the buckets' starts; done: the order) */
+    if (ok && calls > 0) { /* a counting sort by rank (spos: the buckets' starts) */
         memset(spos, 0, (calls + 1) * sizeof *spos);
         for (size_t j = 0; j < nseq; j++) spos[sv[seq[j]]]++;
         for (size_t c = 0, at = 0; c <= calls; c++) {
@@ -1045,8 +1047,9 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
             spos[c] = at, at += k;
         }
         for (size_t j = 0; j < nseq; j++) done[spos[sv[seq[j]]]++] = seq[j];
-        for (size_t j = 0; j < nseq; j++) ch_buf_put(&out, st[done[j]]);
+        memcpy(seq, done, nseq * sizeof *seq);
     }
+    for (size_t j = 0; ok && j < nseq; j++) ch_buf_put(&out, st[seq[j]]);
     free(sv), free(spos), free(seq);
 #undef NAMEKEY
     if (ok && !out.oom) {
@@ -1089,7 +1092,7 @@ static const char **local_names(emitter *e, const char *stem, size_t n)
  * of memory: no such program; *p is freed). */
 static int locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
                         const char *const *names, size_t n, const ch_expr *const *o,
-                        ch_cse_prog *p)
+                        ch_cse_prog *p, int by_calls)
 {
     const char **saved = ch_ctx_alloc(e->ctx, (nloc ? nloc : 1) * sizeof *saved);
     memset(p, 0, sizeof *p);
@@ -1103,7 +1106,7 @@ static int locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
     memset(&scratch, 0, sizeof scratch);
     int built = ch_cse_build(e->ctx, n, o, namer, e, "w", "    ", p, &scratch) == 0;
     for (size_t i = 0; i < nloc; i++) e->symtext[syms[i]->sym->sid] = saved[i];
-    if (!built || !order_locals(e, p, nloc, names)) {
+    if (!built || !order_locals(e, p, nloc, names, by_calls)) {
         ch_cse_prog_free(p);
         return -1;
     }
@@ -1128,7 +1131,7 @@ static int fused_build(emitter *e, const ch_expr *const *alpha, size_t n,
     if (!o || !vdep) return -1;
     for (size_t nu = 0; nu < k; nu++) o[nu] = alpha[nu];
     for (size_t i = 0; i < n; i++) o[k + i] = outs[i];
-    if (locals_build(e, k, vdep, local_names(e, "vd", k), n + k, o, p)) return -1;
+    if (locals_build(e, k, vdep, local_names(e, "vd", k), n + k, o, p, 1)) return -1;
     for (size_t nu = 0; nu < k; nu++) ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
     return 0;
 }
@@ -1709,7 +1712,8 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
         syms[m + nu] = e->m->qt[mf->dep[nu]], names[m + nu] = vd[nu];
         o[m + nu] = hk->alpha[nu];
     }
-    if (locals_build(e, m + k, syms, names, 2 * m + k, o, p)) return -1;
+    /* (in the call-rank order, measured 2-5% slower on the trailers) */
+    if (locals_build(e, m + k, syms, names, 2 * m + k, o, p, 0)) return -1;
     for (size_t r = 0; r < m; r++) ch_buf_printf(&p->body, "    v[%d] = vi%zu;\n", mf->indep[r], r);
     for (size_t nu = 0; nu < k; nu++)
         ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
