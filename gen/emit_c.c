@@ -71,7 +71,7 @@ typedef struct {
     int ham_numeric;          /* hamilton form without symbolic H* */
     ch_opcount last;          /* operations of the last kernel emitted */
     ch_opcount dyn_ops;       /* of kn_dyn */
-    int facc;                 /* the full form's rhs tries kn_facc before la_kkt */
+    int facc;                 /* kn_facc is tried before la_kkt (put_dyn_solve) */
     int facc_tri;             /* kn_facc's G_d solve is a substitution */
     ch_opcount facc_ops;      /* kn_facc's beyond kn_dyn */
     unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
@@ -377,12 +377,12 @@ static void kernel_dyn(emitter *e)
     for (size_t j = 0; e->dyn_nz && j < i; j++) e->dyn_nz[j] = o[j] && !ch_is_zero(o[j]);
 }
 
-/* kn_facc: all n accelerations from kn_dyn's values by the null-space
+/* kn_facc: all n accelerations from kn_dyn's values o by the null-space
  * method (ch_emit_full_numeric), where there are dependent and
  * independent velocities: the full form's right side, and in every form
- * the accelerations the multipliers are solved from (la_lambda in
- * outputs); la_kkt is left for the states where it reports G_d or
- * B^T M B singular. The dense KKT solve's loops cost O((n + k)^3) a
+ * the accelerations the multipliers are solved from (put_dyn_solve);
+ * la_kkt is left for the states where it reports G_d or B^T M B
+ * singular. The dense KKT solve's loops cost O((n + k)^3) a
  * call: 4 microseconds on the 10-trailer, 20 times its reduced right
  * side. */
 static void kernel_facc(emitter *e)
@@ -396,22 +396,19 @@ static void kernel_facc(emitter *e)
         e->failed = 1;
         return;
     }
-    ch_buf body, code;
-    ch_buf_init(&body);
+    ch_buf code;
     ch_buf_init(&code);
     for (size_t i = 0; i < nv; i++) {
         snprintf(text + 24 * i, 24, "o[%zu]", i);
         val[i] = text + 24 * i;
     }
-    ch_buf_printf(&body, "    double o[%zu];\n    kn_dyn(t, x, p, v, o);\n", nv);
-    ch_redsolve in = {n, k, e->mi, mf->dep, mf->indep, e->dyn_nz, val, body.s};
-    if (body.oom || ch_emit_full_numeric(&in, &code, &e->facc_ops, &e->facc_tri) || code.oom) {
+    ch_redsolve in = {n, k, e->mi, mf->dep, mf->indep, e->dyn_nz, val, NULL};
+    if (ch_emit_full_numeric(&in, &code, &e->facc_ops, &e->facc_tri) || code.oom) {
         e->failed = 1;
     } else {
         ch_buf_putn(&e->kern, code.s, code.len);
         e->facc = 1;
     }
-    ch_buf_free(&body);
     ch_buf_free(&code);
 }
 
@@ -436,6 +433,42 @@ static void put_sizes(emitter *e, ch_buf *b)
     size_t nk = e->n + e->k;
     ch_buf_printf(b, "    double w[%zu];\n    int piv[%zu];\n",
                   2 * nk * (nk + 1) + 1, nk + 1);
+}
+
+/* The declarations put_dyn_solve's statements need. */
+static void put_dyn_decls(emitter *e, ch_buf *b)
+{
+    put_sizes(e, b);
+    ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
+                  e->n * e->n + e->k * e->n + e->n + e->k, e->n, e->k + 1);
+}
+
+/* kn_dyn's values into o, then the accelerations into acc (kn_facc;
+ * la_kkt where it declines) and, with lambda, the multipliers into lam
+ * (la_lambda from kn_facc's accelerations, or la_kkt's): statements of
+ * the rhs and of outputs, which return 1 where the system is singular.
+ * The caller declares v (filled) and put_dyn_decls'. */
+static void put_dyn_solve(emitter *e, ch_buf *b, int lambda)
+{
+    size_t n = e->n, k = e->k;
+    char kkt[160];
+    snprintf(kkt, sizeof kkt, "la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv)",
+             n, k, n * n, n * n + k * n, n * n + k * n + n);
+    if (e->facc && lambda) {
+        ch_buf_printf(b, "    static const int dep[%zu] = {", k);
+        for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
+        ch_buf_put(b, "};\n");
+    }
+    ch_buf_put(b, "    kn_dyn(t, x, p, v, o);\n");
+    if (!e->facc)
+        ch_buf_printf(b, "    if (%s)\n        return 1;\n", kkt);
+    else if (!lambda)
+        ch_buf_printf(b, "    if (kn_facc(o, acc) &&\n        %s)\n        return 1;\n", kkt);
+    else
+        ch_buf_printf(b, "    if ((kn_facc(o, acc) ||\n"
+                         "         la_lambda(%zu, %zu, o, o + %zu, o + %zu, acc, dep, lam, w, piv)) &&\n"
+                         "        %s)\n        return 1;\n",
+                      n, k, n * n, n * n + k * n, kkt);
 }
 
 /* kn_leg: y* (m), then K = d y* by dq'_r (m*m), both along the constraints. */
@@ -696,21 +729,13 @@ static const ch_expr **red_outputs(emitter *e)
 static void fun_rhs(emitter *e)
 {
     ch_buf *b = &e->fun;
-    size_t n = e->n, k = e->k, mi = e->mi;
+    size_t n = e->n, mi = e->mi;
     ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
                      "    double v[%zu];\n    int i;\n", e->P, n);
     if (e->form == CH_FORM_FULL) {
-        put_sizes(e, b);
-        ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
-                      n * n + k * n + n + k, n, k + 1);
+        put_dyn_decls(e, b);
         ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
-        const char *in = e->facc ? "    " : "";
-        if (e->facc) ch_buf_put(b, "    if (kn_facc(t, x, p, v, acc)) {\n");
-        ch_buf_printf(b, "%s    kn_dyn(t, x, p, v, o);\n", in);
-        ch_buf_printf(b, "%s    if (la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv))\n"
-                         "%s        return 1;\n",
-                      in, n, k, n * n, n * n + k * n, n * n + k * n + n, in);
-        if (e->facc) ch_buf_put(b, "    }\n");
+        put_dyn_solve(e, b, 0);
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        dxdt[i] = v[i];\n"
                          "        dxdt[%zu + i] = acc[i];\n    }\n    return 0;\n}\n\n", n, n);
     } else if (e->fused) {
@@ -1777,9 +1802,7 @@ static void fun_outputs(emitter *e)
     ch_buf_printf(b, "    double v[%zu];\n", n);
     if (k > 0) {
         ch_buf_put(b, "    int i, j;\n");
-        put_sizes(e, b);
-        ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
-                      n * n + k * n + n + k, n, k + 1);
+        put_dyn_decls(e, b);
     }
     ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
     if (e->form == CH_FORM_HAMILTON)
@@ -1790,22 +1813,7 @@ static void fun_outputs(emitter *e)
         col += k;
     }
     if (k > 0) {
-        char kkt[160];
-        snprintf(kkt, sizeof kkt, "la_kkt(%zu, %zu, o, o + %zu, o + %zu, o + %zu, acc, lam, w, piv)",
-                 n, k, n * n, n * n + k * n, n * n + k * n + n);
-        if (e->facc) { /* the multipliers from kn_facc's accelerations where it has them */
-            ch_buf_printf(b, "    static const int dep[%zu] = {", k);
-            for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
-            ch_buf_printf(b, "};\n    kn_dyn(t, x, p, v, o);\n"
-                             "    if ((kn_facc(t, x, p, v, acc) ||\n"
-                             "         la_lambda(%zu, %zu, o, o + %zu, o + %zu, acc, dep, lam, w, piv)) &&\n"
-                             "        %s)\n        return 1;\n",
-                          n, k, n * n, n * n + k * n, kkt);
-        } else {
-            ch_buf_printf(b, "    kn_dyn(t, x, p, v, o);\n    if (%s)\n        return 1;\n", kkt);
-        }
-    }
-    if (k > 0) {
+        put_dyn_solve(e, b, 1);
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) out[%zu + i] = lam[i];\n", k, col);
         col += k;
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        double s = 0.0;\n"

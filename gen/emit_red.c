@@ -24,9 +24,9 @@ typedef struct {
 } gen;
 
 /* Where G_d's part of a constraint row is below this fraction of the
- * row's largest entry, the full form's kn_facc leaves the state to
- * la_kkt: the null-space basis B = [I; -G_d^-1 G_i] grows as the inverse
- * of that ratio, and with it the rounding errors of B^T M B. */
+ * row's largest entry, kn_facc leaves the state to la_kkt: the
+ * null-space basis B = [I; -G_d^-1 G_i] grows as the inverse of that
+ * ratio, and with it the rounding errors of B^T M B. */
 #define ROW_TEST "1e-2"
 
 /* A generator of in's sizes, the rest empty. */
@@ -399,13 +399,15 @@ static void gen_free(gen *g)
 }
 
 /* The function after its head: la_solve's work space (when ws says it
- * is used), the LU path's arrays, in's statements, then body's. */
-static void put_kernel(ch_buf *code, const gen *g, int ws, const ch_buf *body)
+ * is used), the LU path's arrays, the statement voids (the parameters
+ * the body may leave unused), in's statements, then body's. */
+static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
+                       const ch_buf *body)
 {
     size_t nw = g->k > g->m ? g->k : g->m;
     if (ws) ch_buf_printf(code, "    double ws[%zu];\n    int piv[%zu];\n", nw * nw + 1, nw + 1);
     if (g->use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g->k * g->k, g->k * g->w);
-    ch_buf_put(code, "    (void)t; (void)x; (void)p; (void)v;\n");
+    ch_buf_put(code, voids);
     ch_buf_put(code, g->in->body ? g->in->body : "");
     ch_buf_putn(code, body->s, body->len);
     ch_buf_put(code, "}\n\n");
@@ -426,7 +428,7 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
                          " * 1 where G_d or B^T M B is singular. */\n"
                          "static int kn_acc(double t, const double *x, const double *p, "
                          "double *v,\n                  double *vt)\n{\n");
-        put_kernel(code, &g, 1, &body);
+        put_kernel(code, &g, 1, "    (void)t; (void)x; (void)p; (void)v;\n", &body);
         rc = body.oom || code->oom ? -1 : 0;
     }
     ch_buf_free(&body);
@@ -474,13 +476,12 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
             sum_end(&s);
         }
         ch_buf_put(&body, "    return 0;\n");
-        ch_buf_printf(code, "/* The accelerations by the null-space method (emit_red.h) on the\n"
-                            " * values la_kkt would solve: 0, or 1 where G_d or B^T M B is\n"
-                            " * singular. */\n"
-                            "static int kn_facc(double t, const double *x, const double *p, "
-                            "const double *v,\n                   double *acc)\n{\n"
+        ch_buf_printf(code, "/* The accelerations by the null-space method (emit_red.h) from\n"
+                            " * the values o la_kkt would solve: 0, or 1 where G_d or B^T M B\n"
+                            " * is singular. */\n"
+                            "static int kn_facc(const double *o, double *acc)\n{\n"
                             "    double vt[%zu];\n", g.m > 0 ? g.m : 1);
-        put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, &body);
+        put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, "", &body);
         rc = body.oom || code->oom ? -1 : 0;
     }
     ch_buf_free(&body);

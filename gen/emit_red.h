@@ -51,12 +51,11 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
                             int *triangular);
 
 /* The same solve for all n accelerations (the full form's right side,
- * every form's multipliers): appends `static int
- * kn_facc(t, x, p, v, acc)`, qtt = B vt + w from
- * in's values evaluated at the velocities v (the state's, which need not
- * satisfy the constraints: the values are those la_kkt solves, and its
- * qtt is this one), 0, or 1 where G_d or B^T M B is singular (not
- * positive definite), for the caller's la_kkt to take over. For the
+ * every form's multipliers): appends `static int kn_facc(o, acc)`,
+ * qtt = B vt + w from in's values (texts reading the array o: those
+ * la_kkt solves, at velocities that need not satisfy the constraints,
+ * and its qtt is this one), 0, or 1 where G_d or B^T M B is singular
+ * (not positive definite), for the caller's la_kkt to take over. For the
  * n-trailer O(N^2) operations where la_kkt's are O(N^3) with
  * loops. Declares vt, and ws, piv and the LU path's arrays where it
  * uses them; the rest as ch_emit_reduced_numeric. */
