@@ -209,6 +209,23 @@ static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
         n * n + k * n + n, k, k);
 }
 
+/* Writes dir/stem.c (text: a harness that includes an emitted file and
+ * calls its static kernels), builds it with gcc and runs it into
+ * dir/stem.out, whose CMP lines are checked (label in the messages). */
+static void run_including_harness(const char *dir, const char *stem, const char *text,
+                                  const char *label)
+{
+    char file[64], out[600];
+    snprintf(file, sizeof file, "%s.c", stem);
+    write_text(dir, file, text);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o %s %s.c -lm "
+             "&& ./%s > %s.out", dir, stem, stem, stem, stem);
+    CHECK_MSG(system(cmd) == 0, "%s: %s harness failed to build or run", label, stem);
+    snprintf(out, sizeof out, "%s/%s.out", dir, stem);
+    check_harness_output(label, out);
+}
+
 /* Emits, writes, compiles (gcc strict, tcc) and runs the harness. */
 static void check_model(const char *path, const char *text, const char *name)
 {
@@ -255,14 +272,8 @@ static void check_model(const char *path, const char *text, const char *name)
         ch_buf kb;
         ch_buf_init(&kb);
         kkt_harness(&kb, d, name);
-        write_text(dir, "kkt.c", kb.s);
+        run_including_harness(dir, "kkt", kb.s ? kb.s : "", name);
         ch_buf_free(&kb);
-        int rc = sh("cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o kkt kkt.c -lm "
-                    "&& ./kkt > kkt.out", dir, "");
-        CHECK_MSG(rc == 0, "%s: kkt harness failed to build or run", name);
-        char out[600];
-        snprintf(out, sizeof out, "%s/kkt.out", dir);
-        check_harness_output(name, out);
     }
     /* Determinism: a fresh context gives byte-identical files. */
     emitted e2;
@@ -1124,7 +1135,7 @@ static void test_full_fallback(void)
     snprintf(dir, sizeof dir, "%s/fallback", tmpdir);
     sh("mkdir -p '%s'", dir, "");
     write_text(dir, "knife_edge_full.c", e.c[CH_FORM_FULL].s);
-    write_text(dir, "fallback.c",
+    run_including_harness(dir, "fallback",
         "#include <stdio.h>\n#include \"knife_edge_full.c\"\n"
         "int main(void)\n{\n"
         "    const double *p = knife_edge_full_param_defaults;\n"
@@ -1142,13 +1153,8 @@ static void test_full_fallback(void)
         "        rc |= knife_edge_full_outputs(0.0, x, p, out);\n"
         "        printf(\"CMP fblam%d %.17g %.17g\\n\", s, out[1], lam[0]);\n"
         "    }\n"
-        "    printf(\"RC %d\\n\", rc);\n    return 0;\n}\n");
-    int rc = sh("cd '%s' && gcc -std=c99 -Wall -Wno-unused-function -o fallback fallback.c -lm "
-                "&& ./fallback > fallback.out", dir, "");
-    CHECK_MSG(rc == 0, "fallback harness failed to build or run");
-    char out[600];
-    snprintf(out, sizeof out, "%s/fallback.out", dir);
-    check_harness_output("knife_edge fallback", out);
+        "    printf(\"RC %d\\n\", rc);\n    return 0;\n}\n",
+        "knife_edge fallback");
     emitted_free(&e);
     ch_ctx_free(ctx);
 }
