@@ -119,7 +119,7 @@ static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e,
  * the text (printing to measure would be exponential on shared DAGs). */
 static size_t printed_size(const ch_expr *e)
 {
-    return e ? ch_tree_size(e, (size_t)1 << 40) : (size_t)-1;
+    return e ? ch_tree_size(e, TIDY_MAX_PRINTED + 1) : (size_t)-1;
 }
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)

@@ -1859,9 +1859,25 @@ static size_t tree_size(const ch_expr *e, size_t cap, ch_map *memo)
     return n;
 }
 
+/* The tree size walked node by node, up to cap: each step counts one node
+ * of the tree, so it stops after at most cap steps. */
+static size_t tree_walk(const ch_expr *e, size_t cap)
+{
+    size_t n = 1;
+    for (int i = 0; i < nchildren(e) && n < cap; i++) n += tree_walk(child(e, i), cap - n);
+    return n < cap ? n : cap;
+}
+
+/* Trees up to this size are walked, cheaper than a memo table of the DAG
+ * (the display tidy measures candidates up to 2001 nodes); larger ones are
+ * measured on the DAG, as a tree may be exponentially larger. */
+#define TREE_WALK_MAX 2048
+
 size_t ch_tree_size(const ch_expr *e, size_t cap)
 {
     if (!e) return 0;
+    size_t walked = tree_walk(e, cap < TREE_WALK_MAX ? cap : TREE_WALK_MAX);
+    if (walked < TREE_WALK_MAX || cap <= TREE_WALK_MAX) return walked;
     ch_map memo;
     ch_map_init(&memo);
     size_t n = tree_size(e, cap, &memo);
