@@ -92,6 +92,7 @@ static const entry_spec specs[] = {
 #define TIDY_SIMPLIFY_MAX 150 /* the normal form is the expensive rewrite */
 #define TIDY_MAX_PRINTED 2000 /* tree size: beyond it, shared forms are kept */
 #define TIDY_EXPAND_BLOWUP 16 /* see tidy() */
+#define TIDY_SIMPLIFY_BLOWUP 48
 /* New nodes a rewrite may create: a multiple of the printed size of its
  * input (a rewrite that needs far more nodes than the input prints is
  * not going to print shorter), with a floor and a ceiling, so that the
@@ -100,7 +101,14 @@ static const entry_spec specs[] = {
 #define TIDY_BUDGET_MIN 200
 #define TIDY_BUDGET_PER_NODE 4
 
-typedef const ch_expr *(*rewrite_fn)(ch_ctx *, const ch_expr *);
+/* A rewrite of e, wanted only when shorter than `printed` as a tree. */
+typedef const ch_expr *(*rewrite_fn)(ch_ctx *, const ch_expr *e, size_t printed);
+
+static const ch_expr *expansion(ch_ctx *ctx, const ch_expr *e, size_t printed)
+{
+    (void)printed; /* an expansion's size is known once it is built */
+    return ch_expand(ctx, e);
+}
 
 static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e,
                                size_t printed)
@@ -109,7 +117,7 @@ static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e,
     size_t allow = TIDY_BUDGET_MIN + TIDY_BUDGET_PER_NODE * printed;
     size_t budget = ch_ctx_nnodes(ctx) + (allow < TIDY_BUDGET ? allow : TIDY_BUDGET);
     ch_ctx_set_node_limit(ctx, limit && limit < budget ? limit : budget);
-    const ch_expr *x = f(ctx, e);
+    const ch_expr *x = f(ctx, e, printed);
     ch_ctx_set_node_limit(ctx, limit);
     if (!x) ch_ctx_clear_error(ctx);
     return x;
@@ -131,10 +139,16 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
     /* an expansion estimated at many times the printed size (alpha of the
      * n-trailer: 60x) is not tried; on the examples and the benchmark
      * models, those that printed shorter were estimated at 12x or less */
-    int expand = ch_expand_size_bound(e) <= TIDY_EXPAND_BLOWUP * (double)best_len;
+    double blowup = ch_expand_size_bound(e) / (double)best_len;
+    int expand = blowup <= TIDY_EXPAND_BLOWUP;
+    /* the normal form expands too: estimated at 48x or more it was never
+     * shorter on the examples and the benchmark models (those that were:
+     * 33x or less; two entries of the 10-trailer at 58x and 64x took
+     * 0.8 ms of normal form each to print 7x longer) */
+    int simplify = size <= TIDY_SIMPLIFY_MAX && blowup < TIDY_SIMPLIFY_BLOWUP;
     const ch_expr *cand[3] = {
-        e, expand ? budgeted(ctx, ch_expand, e, best_len) : NULL,
-        size <= TIDY_SIMPLIFY_MAX ? budgeted(ctx, ch_simplify, e, best_len) : NULL};
+        e, expand ? budgeted(ctx, expansion, e, best_len) : NULL,
+        simplify ? budgeted(ctx, ch_simplify_within, e, best_len) : NULL};
     const ch_expr *best = e;
     for (int i = 1; i < 3; i++) {
         size_t len = cand[i] ? ch_tree_size(cand[i], best_len) : best_len;

@@ -1560,7 +1560,24 @@ out:
     return res;
 }
 
-const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
+/* A lower bound of ch_tree_size(poly_to_expr(s, p)), counted up to cap:
+ * every variable of a term is a factor of that term's product. */
+static size_t poly_tree_lower(nf_state *s, const fmpq_mpoly_t p, size_t cap)
+{
+    slong len = fmpq_mpoly_length(p, s->mctx), nv = (slong)s->natoms;
+    if (nv == 0) return len > 0;
+    slong *exps = malloc((size_t)nv * sizeof *exps);
+    if (!exps) return 0;
+    size_t n = 0;
+    for (slong i = 0; i < len && n < cap; i++) {
+        fmpq_mpoly_get_term_exp_si(exps, p, i, s->mctx);
+        for (slong v = 0; v < nv; v++) n += exps[v] != 0;
+    }
+    free(exps);
+    return n;
+}
+
+const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree)
 {
     if (!e) return NULL;
     if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
@@ -1575,16 +1592,29 @@ const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
     const ch_expr *res = NULL;
     nf_frac *f = nf_run(&s, e);
     if (f && frac_cancel(&s, f) && preduce(&s, f->num)) {
-        const ch_expr *n = poly_to_expr(&s, f->num);
-        res = fmpq_mpoly_is_one(f->den, s.mctx)
-                  ? n
-                  : ch_div(ctx, n, poly_to_expr(&s, f->den));
+        /* building a form that cannot be within max_tree is the costly
+         * part of a normal form that does not shorten */
+        size_t lower = poly_tree_lower(&s, f->num, max_tree);
+        if (lower < max_tree) lower += poly_tree_lower(&s, f->den, max_tree - lower);
+        if (lower >= max_tree) {
+            nf_fail(&s, CH_ERR_LIMIT, "normal form not shorter");
+        } else {
+            const ch_expr *n = poly_to_expr(&s, f->num);
+            res = fmpq_mpoly_is_one(f->den, s.mctx)
+                      ? n
+                      : ch_div(ctx, n, poly_to_expr(&s, f->den));
+        }
     }
     if (!res)
         ch_ctx_fail(ctx, s.why ? s.why : CH_ERR_LIMIT, "simplify: %s",
                     s.msg ? s.msg : "normal form failed");
     nf_clear(&s);
     return res;
+}
+
+const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e)
+{
+    return ch_simplify_within(ctx, e, SIZE_MAX);
 }
 
 /* Whether e, a sum or product, has a factor sin(u)^a, cos(u)^a, sinh(u)^a

@@ -35,6 +35,10 @@ int ch_simplify_is_zero(ch_ctx *ctx, const ch_expr *e);
  * when a polynomial would have more than 4 terms per DAG node of e plus
  * 256, as such a form is never the shorter one. NULL on failure. */
 const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
+/* The same, but only a result of fewer than max_tree nodes as a tree
+ * (ch_tree_size): a normal form whose polynomials alone show that many
+ * factors fails (NULL, CH_ERR_LIMIT) before it is built. */
+const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree);
 
 /* e with sin(u)^2 + cos(u)^2 = 1 and cosh(u)^2 - sinh(u)^2 = 1 applied:
  * its ch_simplify form where e is a sum of at most 64 DAG nodes with a
