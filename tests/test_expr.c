@@ -185,6 +185,19 @@ static void test_symbol_sets(void)
     CHECK(ch_dag_size_capped(sum, 1000) == 301);
     CHECK(ch_dag_size_capped(sum, 10) == 11);
     CHECK(ch_dag_size_capped(NULL, 10) == 0);
+    /* tree sizes: t_k = sin(t_{k-1}) cos(t_{k-1}) has 4 2^k - 3 tree nodes
+     * on 2k + 1 DAG nodes (walked up to 2048 nodes, memoized beyond) */
+    const ch_expr *t = s[0];
+    for (int k = 0; k <= 24; k++) {
+        size_t want = ((size_t)4 << k) - 3;
+        CHECK_MSG(ch_tree_size(t, SIZE_MAX) == want, "t_%d", k);
+        static const size_t caps[] = {1, 2, 7, 2047, 2048, 2049, 4093, 4094, 1u << 20};
+        for (size_t j = 0; j < sizeof caps / sizeof *caps; j++)
+            CHECK_MSG(ch_tree_size(t, caps[j]) == (want < caps[j] ? want : caps[j]),
+                      "t_%d, cap %zu", k, caps[j]);
+        t = ch_mul(c, ch_fun1(c, CH_F_SIN, t), ch_fun1(c, CH_F_COS, t));
+    }
+    CHECK(ch_tree_size(NULL, 10) == 0);
     /* maps owned by the context are freed with it (ASan checks) */
     ch_map *mp = ch_ctx_new_map(c);
     CHECK(mp != NULL && ch_map_get(mp, 7) == NULL);

@@ -396,7 +396,7 @@ static void test_random(void)
         ch_symbol(c2, "r", CH_SYM_PARAM, NULL, 0, -1)};
     rx_rng rng = {12345};
     int built = 0, compared = 0, simplified = 0, proven = 0, failed_nf = 0;
-    int same_pairs = 0;
+    int same_pairs = 0, within_failed = 0;
     for (int it = 0; it < 1200; it++) {
         const ch_expr *e = rx_expr(c2, &rng, syms, 3, 4);
         if (!e) {
@@ -409,6 +409,19 @@ static void test_random(void)
         ch_ctx_clear_error(c2);
         CHECK_MSG(e1 != NULL, "expand failed at iteration %d", it);
         simplified += e2 != NULL;
+        if (e2) {
+            /* the size bound of ch_simplify_within is a lower bound: the
+             * form is built when it is within max_tree, and is e2 */
+            size_t t2 = ch_tree_size(e2, SIZE_MAX);
+            CHECK_MSG(ch_simplify_within(c2, e, t2 + 1) == e2, "within: iteration %d", it);
+            for (size_t m = 1; m <= t2; m += t2 / 2 + 1) {
+                const ch_expr *w = ch_simplify_within(c2, e, m);
+                CHECK_MSG(w == NULL ? ch_ctx_error(c2)->code == CH_ERR_LIMIT : w == e2,
+                          "within %zu of %zu: iteration %d", m, t2, it);
+                ch_ctx_clear_error(c2);
+                within_failed += w == NULL;
+            }
+        }
         for (int k = 0; k < 3 && e1; k++) {
             double pt[3];
             for (int j = 0; j < 3; j++) pt[j] = rx_point(&rng, 0);
@@ -452,9 +465,11 @@ static void test_random(void)
     CHECK(compared >= 3000);
     CHECK(simplified >= 1000);
     CHECK(proven >= 1000);
+    CHECK(within_failed >= 500); /* the bound decides before building */
     printf("random: %d built, %d points compared, %d simplified, %d proven, "
-           "%d normal-form failures, %d equal random pairs\n",
-           built, compared, simplified, proven, failed_nf, same_pairs);
+           "%d normal-form failures, %d equal random pairs, %d refused as too "
+           "large\n",
+           built, compared, simplified, proven, failed_nf, same_pairs, within_failed);
     ch_ctx_free(c2);
 }
 
