@@ -215,6 +215,7 @@ class Bench:
         res = {f"{cc}_ns": float(kv["emitted_indep_ns"])}
         if "hand_indep_ns" in kv:
             res[f"{cc}_hand_ns"] = float(kv["hand_indep_ns"])
+            res[f"{cc}_hand_ratio"] = float(kv["hand_ratio_indep"])
             res["hand_maxdiff"] = kv["maxdiff"]
         return res
 
@@ -364,7 +365,8 @@ def main_table(b, models):
             a, l = sy_value(sk, sk_, scale), sy_value(sl, sk_, scale)
             cell = fmt(c, unit)
             if ck in ("gcc_ns", "tcc_ns") and num(ch.get(ck.replace("_ns", "_hand_ns"))):
-                cell += f" (hand {fmt(ch[ck.replace('_ns', '_hand_ns')])})"
+                cell += (f" (hand {fmt(ch[ck.replace('_ns', '_hand_ns')])}, "
+                         f"{ch[ck.replace('_ns', '_hand_ratio')]:.2f}x)")
             print(f"| {name} | {label} | {cell} | {fmt(a, unit)} | {fmt(l, unit)} | "
                   f"{ratio(best(a, l), c, b.timeout)} |")
         diffs = [s.get("gcc_maxdiff") for s in (sk, sl) if s and "gcc_maxdiff" in s]

@@ -11,7 +11,8 @@
 #  - per model and compiler (gcc -O2, tcc): ns per rhs call of the emitted
 #    and the hand-written kernel (bench/hand/MODEL_reduced.c, where there
 #    is one), independent calls and a dependent chain (bench/rhs_bench.c),
-#    and the ratios emitted / hand.
+#    and the ratios emitted / hand (medians of the ratios of repeats run
+#    back to back, see rhs_bench.c).
 set -eu
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -33,6 +34,8 @@ gcc -O2 -std=c11 -Igen bench/jit_time.c gen/jit.c gen/error.c -ltcc -ldl -lm \
 # key FILE NAME: value of NAME=... in FILE
 key() { sed -n "s/^$2=//p" "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+# show X: X to two decimals, or - when empty
+show() { awk -v a="$1" 'BEGIN { if (a != "") printf "%.2f", a; else printf "-" }'; }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 
 # Build everything first, then time: the emitted code is compiled once
@@ -74,9 +77,10 @@ for m in $models; do
         f=$tmp/$m.$c
         ei=$(key "$f" emitted_indep_ns) ec=$(key "$f" emitted_chain_ns)
         hi=$(key "$f" hand_indep_ns) hc=$(key "$f" hand_chain_ns)
+        qi=$(key "$f" hand_ratio_indep) qc=$(key "$f" hand_ratio_chain)
         label=$c
         [ $c = gcc ] && label="gcc -O2"
-        echo "| $m | $label | $ei | ${hi:--} | $(ratio "$ei" "${hi:-0}") | $ec | ${hc:--} | $(ratio "$ec" "${hc:-0}") |"
+        echo "| $m | $label | $ei | ${hi:--} | $(show "$qi") | $ec | ${hc:--} | $(show "$qc") |"
     done
 done
 echo

@@ -9,7 +9,9 @@
  * random states (throughput) and a dependent chain x <- x + h f(x)
  * (latency: each call waits for the previous result). Each figure is the
  * median of 11 repeats of a loop calibrated to take at least 5 ms
- * (the thread's CPU time where that clock is fine-grained, see now()).
+ * (the thread's CPU time where that clock is fine-grained, see now());
+ * with HAND, the repeats of the two kernels alternate, and the ratios
+ * emitted / hand are medians of the ratios of repeats run back to back.
  * With HAND, the kernels are first compared at random states (random
  * parameters around the defaults); the largest difference relative to
  * max(1, |value|) is printed as maxdiff. With FLOOR, the libm calls of
@@ -117,17 +119,53 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median ns per call of loop(f, n), n calibrated to >= 5 ms a repeat. */
-static double measure(double (*loop)(rhs_fn, long), rhs_fn f)
+/* Calls of loop(f, n) that take at least 5 ms. */
+static long calibrate(double (*loop)(rhs_fn, long), rhs_fn f)
 {
     long n = 1; /* kernels of large models take milliseconds a call */
-    double r[REPEATS];
-    int i;
     while (loop(f, n) < 5e-3 && n < (1L << 30)) n *= 2;
-    for (i = 0; i < REPEATS; i++) r[i] = loop(f, n) / (double)n * 1e9;
+    return n;
+}
+
+static double median(double *r)
+{
     qsort(r, REPEATS, sizeof r[0], cmp_double);
     return r[REPEATS / 2];
 }
+
+#if !defined(HAND) || defined(FLOOR)
+/* Median ns per call of loop(f, n), n calibrated to >= 5 ms a repeat. */
+static double measure(double (*loop)(rhs_fn, long), rhs_fn f)
+{
+    long n = calibrate(loop, f);
+    double r[REPEATS];
+    int i;
+    for (i = 0; i < REPEATS; i++) r[i] = loop(f, n) / (double)n * 1e9;
+    return median(r);
+}
+#endif
+
+#ifdef HAND
+/* The same for two kernels, their repeats alternating, and the median of
+ * the ratios f/g of the repeats taken back to back: the shared host's
+ * speed changes within seconds (the ratio of the two kernels measured one
+ * after the other moved by 15% from run to run). */
+static void measure_pair(double (*loop)(rhs_fn, long), rhs_fn f, rhs_fn g,
+                         double *nf, double *ng, double *ratio)
+{
+    long n = calibrate(loop, f), m = calibrate(loop, g);
+    double r[REPEATS], s[REPEATS], q[REPEATS];
+    int i;
+    for (i = 0; i < REPEATS; i++) {
+        r[i] = loop(f, n) / (double)n * 1e9;
+        s[i] = loop(g, m) / (double)m * 1e9;
+        q[i] = r[i] / s[i];
+    }
+    *nf = median(r);
+    *ng = median(s);
+    *ratio = median(q);
+}
+#endif
 
 #ifdef HAND
 /* Largest relative difference of the two kernels at random states and
@@ -176,11 +214,21 @@ int main(void)
 #ifdef HAND
     printf("maxdiff=%.3g\n", compare());
 #endif
+#ifdef HAND
+    {
+        double e, h, q, ec, hc, qc;
+        measure_pair(loop_indep, SYM(_rhs), hand_rhs, &e, &h, &q);
+        measure_pair(loop_chain, SYM(_rhs), hand_rhs, &ec, &hc, &qc);
+        printf("emitted_indep_ns=%.1f\n", e);
+        printf("emitted_chain_ns=%.1f\n", ec);
+        printf("hand_indep_ns=%.1f\n", h);
+        printf("hand_chain_ns=%.1f\n", hc);
+        printf("hand_ratio_indep=%.3f\n", q);
+        printf("hand_ratio_chain=%.3f\n", qc);
+    }
+#else
     printf("emitted_indep_ns=%.1f\n", measure(loop_indep, SYM(_rhs)));
     printf("emitted_chain_ns=%.1f\n", measure(loop_chain, SYM(_rhs)));
-#ifdef HAND
-    printf("hand_indep_ns=%.1f\n", measure(loop_indep, hand_rhs));
-    printf("hand_chain_ns=%.1f\n", measure(loop_chain, hand_rhs));
 #endif
 #ifdef FLOOR
     printf("floor_indep_ns=%.1f\n", measure(loop_indep, floor_rhs));
