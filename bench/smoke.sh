@@ -22,7 +22,7 @@ for m in knife_edge trailer1; do
              'peak RSS \[MB\]'; do
         # chetaev's cell and both SymPy cells are numbers
         grep "^| $m | $q" "$out" | awk -F'|' '
-            { for (i = 4; i <= 6; i++) if ($i !~ /^ [0-9][0-9.e+-]*( \(hand [0-9.]+\))? $/) bad = 1; n++ }
+            { for (i = 4; i <= 6; i++) if ($i !~ /^ [0-9][0-9.e+-]*( \(hand [0-9.]+, [0-9.]+x\))? $/) bad = 1; n++ }
             END { exit !(n == 1 && !bad) }' || fail "$m: '$q' row missing or not numeric"
     done
     grep "^| $m | max. rel. diff." "$out" | awk -F'|' '
