@@ -92,7 +92,7 @@ static const entry_spec specs[] = {
 #define TIDY_SIMPLIFY_MAX 150 /* the normal form is the expensive rewrite */
 #define TIDY_MAX_PRINTED 2000 /* tree size: beyond it, shared forms are kept */
 #define TIDY_EXPAND_BLOWUP 16 /* see tidy() */
-#define TIDY_SIMPLIFY_BLOWUP 48
+#define TIDY_SIMPLIFY_BLOWUP 48 /* see tidy() */
 /* New nodes a rewrite may create: a multiple of the printed size of its
  * input (a rewrite that needs far more nodes than the input prints is
  * not going to print shorter), with a floor and a ceiling, so that the
