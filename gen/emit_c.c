@@ -1064,7 +1064,9 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
         if (has_call(st[i] + pl)) key = ++calls;
         sv[i] = key;
     }
-    if (ok && calls > 0) { /* a counting sort by rank (spos: the buckets' starts) */
+    /* a counting sort by rank: spos holds the buckets' starts and done,
+     * unused since the walk, the sorted sequence */
+    if (ok && calls > 0) {
         memset(spos, 0, (calls + 1) * sizeof *spos);
         for (size_t j = 0; j < nseq; j++) spos[sv[seq[j]]]++;
         for (size_t c = 0, at = 0; c <= calls; c++) {
