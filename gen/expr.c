@@ -32,6 +32,9 @@ struct ch_ctx {
     size_t nnodes, cap_nodes, node_limit;
     uint64_t *table; /* intern table, open addressing: tagged node pointers (see slot_of) */
     size_t tcap;
+    ch_map_slot *coeftab; /* interned rationals of nodes and pairs: hash -> fmpq in the arena */
+    size_t coefcap, ncoefs;
+    const fmpq *qzero; /* the num of nodes that have none */
     ch_sym **syms;
     size_t nsyms, cap_syms;
     ch_map sym_by_hash; /* FNV hash of name -> first ch_sym with it */
@@ -57,19 +60,14 @@ struct ch_ctx {
 #define CHUNK_MIN (1u << 16)
 #define HUGE_AFTER (1u << 18)
 
-/* The coefficients of a node (its own, not the arena's memory). */
-static void node_clear(ch_expr *e)
-{
-    fmpq_clear(e->num);
-    if (e->kind == CH_ADD || e->kind == CH_MUL)
-        for (uint32_t j = 0; j < e->n; j++) fmpq_clear(e->pair[j].c);
-}
-
 static void chunk_free(chunk *c) { ch_mem_free(c, sizeof(chunk) + c->size); }
 
 /* Arena memory with undefined contents: for nodes, which are copied over
- * whole at once (clearing them first showed up in profiles). */
+ * whole at once (clearing them first showed up in profiles). arena_raw's
+ * is aligned as malloc's. */
 static void *arena_raw(ch_ctx *ctx, size_t size);
+static void *arena_get(ch_ctx *ctx, size_t size, size_t align);
+static const fmpq *coef_intern(ch_ctx *ctx, const fmpq_t v);
 static const ch_symset *set_intern(ch_ctx *ctx, size_t n, const ch_symword *w);
 
 void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
@@ -79,11 +77,16 @@ void *ch_ctx_alloc(ch_ctx *ctx, size_t size)
     return p;
 }
 
-static void *arena_raw(ch_ctx *ctx, size_t size)
+static void *arena_raw(ch_ctx *ctx, size_t size) { return arena_get(ctx, size, sizeof(max_align_t)); }
+
+/* Arena memory at a multiple of align (a power of two, at most
+ * max_align_t's): nodes need 8, and rounding each to 16 took 8 bytes
+ * from every other one. */
+static void *arena_get(ch_ctx *ctx, size_t size, size_t align)
 {
-    size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     chunk *c = ctx->chunks;
-    if (!c || c->size - c->used < size) {
+    size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+    if (!c || at > c->size || c->size - at < size) {
         size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
         if (ctx->arena >= HUGE_AFTER && size <= CH_MEM_HUGE - sizeof(chunk))
             cap = CH_MEM_HUGE - sizeof(chunk);
@@ -94,13 +97,13 @@ static void *arena_raw(ch_ctx *ctx, size_t size)
             return NULL;
         }
         c->size = cap;
-        c->used = 0;
         c->next = ctx->chunks;
         ctx->chunks = c;
         ctx->arena += cap;
+        at = 0;
     }
-    void *p = (char *)c->data + c->used;
-    c->used += size;
+    void *p = (char *)c->data + at;
+    c->used = at + size;
     return p;
 }
 
@@ -266,7 +269,11 @@ ch_ctx *ch_ctx_new(void)
 {
     ch_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
-    if (!(ctx->empty = set_intern(ctx, 0, NULL))) {
+    fmpq_t zero;
+    fmpq_init(zero);
+    ctx->qzero = coef_intern(ctx, zero);
+    fmpq_clear(zero);
+    if (!ctx->qzero || !(ctx->empty = set_intern(ctx, 0, NULL))) {
         ch_ctx_free(ctx);
         return NULL;
     }
@@ -282,8 +289,10 @@ ch_ctx *ch_ctx_new(void)
 void ch_ctx_free(ch_ctx *ctx)
 {
     if (!ctx) return;
-    for (size_t i = 0; i < ctx->nnodes; i++) node_clear(ctx->nodes[i]);
     free(ctx->nodes);
+    for (size_t i = 0; i < ctx->coefcap; i++)
+        if (ctx->coeftab[i].val) fmpq_clear(ctx->coeftab[i].val);
+    ch_mem_free(ctx->coeftab, ctx->coefcap * sizeof *ctx->coeftab);
     ch_mem_free(ctx->table, ctx->tcap * sizeof *ctx->table);
     free(ctx->syms);
     ch_map_free(&ctx->sym_by_hash);
@@ -416,6 +425,31 @@ static int slots_grow(ch_map_slot **tab, size_t *cap)
     *tab = t;
     *cap = ncap;
     return 0;
+}
+
+/* The context's copy of the rational v, made on first use (in the arena,
+ * cleared with the context); NULL when out of memory (the context failed).
+ * A model has few distinct coefficients and exponents: the table stays
+ * in the cache. */
+static const fmpq *coef_intern(ch_ctx *ctx, const fmpq_t v)
+{
+    uint64_t h = hash_q(v) | 1; /* a slot's key 0 means empty */
+    if (2 * (ctx->ncoefs + 1) > ctx->coefcap && slots_grow(&ctx->coeftab, &ctx->coefcap)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t mask = ctx->coefcap - 1, i = h & mask;
+    for (; ctx->coeftab[i].val; i = (i + 1) & mask)
+        if (ctx->coeftab[i].key == h && fmpq_equal(ctx->coeftab[i].val, v))
+            return ctx->coeftab[i].val;
+    fmpq *q = arena_raw(ctx, sizeof *q);
+    if (!q) return NULL;
+    fmpq_init(q);
+    ch_fmpq_set(q, v);
+    ctx->coeftab[i].key = h;
+    ctx->coeftab[i].val = q;
+    ctx->ncoefs++;
+    return q;
 }
 
 /* An intern slot: the node's address with the top 16 bits of its hash
@@ -629,7 +663,7 @@ static ch_expr *node_alloc(ch_ctx *ctx, size_t size)
         ctx->nodes = nodes;
         ctx->cap_nodes = cap;
     }
-    ch_expr *e = arena_raw(ctx, size);
+    ch_expr *e = arena_get(ctx, size, _Alignof(ch_expr));
     if (e && ((uintptr_t)e & SLOT_TAG)) { /* not on any system we know of */
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "node address beyond 48 bits");
         return NULL;
@@ -638,17 +672,14 @@ static ch_expr *node_alloc(ch_ctx *ctx, size_t size)
 }
 
 /* Numbers e (a new node, made in the arena with its hash) and keeps it in
- * the empty slot i of the intern table; e, or NULL (e cleared). */
+ * the empty slot i of the intern table; e, or NULL (the context failed). */
 static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, size_t i)
 {
     unsigned depth = 0;
     for (int j = 0; j < nchildren(e); j++)
         if (child(e, j)->depth > depth) depth = child(e, j)->depth;
     e->depth = (uint16_t)(depth < 65535 ? depth + 1 : 65535);
-    if (!(e->symset = node_set(ctx, e))) {
-        node_clear(e);
-        return NULL;
-    }
+    if (!(e->symset = node_set(ctx, e))) return NULL;
     e->id = (uint32_t)++ctx->nnodes;
     ctx->nodes[e->id - 1] = e;
     ctx->table[i] = slot_of(e);
@@ -656,10 +687,9 @@ static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, size_t i)
 }
 
 /* A candidate node without pairs (a number, symbol, function or power)
- * lives in caller memory with its fmpq field initialised; intern either
- * returns the existing equal node (the candidate's fmpq is left for the
- * caller to clear) or moves the candidate into the arena, taking
- * ownership of its fmpq contents (the caller's copy is reset). */
+ * lives in caller memory, its num pointing at any rational (ctx->qzero
+ * when it has none); intern returns the existing equal node or a copy of
+ * the candidate in the arena with its num interned (coef_intern). */
 static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
 {
     cand->hash = node_hash(cand);
@@ -672,7 +702,7 @@ static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
     ch_expr *e = node_alloc(ctx, sizeof *e);
     if (!e) return NULL;
     *e = *cand;
-    fmpq_init(cand->num); /* the arena copy owns the value now */
+    if (!(e->num = coef_intern(ctx, cand->num))) return NULL;
     return admit(ctx, e, i);
 }
 
@@ -697,13 +727,10 @@ static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
     e->kind = (uint8_t)kind;
     e->n = (uint32_t)n;
     e->hash = h;
-    fmpq_init(e->num);
-    ch_fmpq_set(e->num, num);
-    for (size_t j = 0; j < n; j++) {
-        e->pair[j].e = p[j].e;
-        fmpq_init(e->pair[j].c);
-        ch_fmpq_set(e->pair[j].c, p[j].c);
-    }
+    for (size_t j = 0; j < n; j++)
+        if (!(e->pair[j].c = coef_intern(ctx, p[j].c))) return NULL;
+    if (!(e->num = coef_intern(ctx, num))) return NULL;
+    for (size_t j = 0; j < n; j++) e->pair[j].e = p[j].e;
     return admit(ctx, e, i);
 }
 
@@ -714,11 +741,8 @@ const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v)
     ch_expr cand;
     memset(&cand, 0, sizeof cand);
     cand.kind = CH_NUM;
-    fmpq_init(cand.num);
-    ch_fmpq_set(cand.num, v);
-    const ch_expr *e = intern(ctx, &cand);
-    fmpq_clear(cand.num);
-    return e;
+    cand.num = v;
+    return intern(ctx, &cand);
 }
 
 const ch_expr *ch_num_si(ch_ctx *ctx, slong v)
@@ -878,9 +902,8 @@ const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
     memset(&cand, 0, sizeof cand);
     cand.kind = CH_SYM;
     cand.sym = s;
-    fmpq_init(cand.num);
+    cand.num = ctx->qzero;
     const ch_expr *e = intern(ctx, &cand);
-    fmpq_clear(cand.num);
     if (!e) return NULL;
     s->node = e;
     if (kind == CH_SYM_TIME) s->dot = ctx->one;
@@ -907,10 +930,16 @@ const ch_expr *ch_pi(ch_ctx *ctx)
 
 /* ---- accumulators ----------------------------------------------------- */
 
+/* A pair under construction, with its own rational. */
+typedef struct {
+    const ch_expr *e;
+    fmpq_t c;
+} acc_pair;
+
 /* Pairs under construction: an unsorted growable array of (node, rational). */
 typedef struct {
     fmpq_t num;  /* constant of a sum, coefficient of a product */
-    ch_pair *p;
+    acc_pair *p;
     size_t n, cap;
     int failed;
 } acc;
@@ -939,7 +968,7 @@ static void acc_push(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t c)
     }
     if (a->n == a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 8;
-        ch_pair *p = realloc(a->p, cap * sizeof *p);
+        acc_pair *p = realloc(a->p, cap * sizeof *p);
         if (!p) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             a->failed = 1;
@@ -956,7 +985,7 @@ static void acc_push(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t c)
 
 static int pair_cmp(const void *x, const void *y)
 {
-    uint32_t a = ((const ch_pair *)x)->e->id, b = ((const ch_pair *)y)->e->id;
+    uint32_t a = ((const acc_pair *)x)->e->id, b = ((const acc_pair *)y)->e->id;
     return (a > b) - (a < b);
 }
 
@@ -988,10 +1017,10 @@ static void acc_sort(acc *a)
 {
     enum { SMALL = 64 };
     uint64_t ksmall[SMALL];
-    ch_pair psmall[SMALL];
+    acc_pair psmall[SMALL];
     size_t n = a->n;
     uint64_t *k = n <= SMALL ? ksmall : malloc(n * sizeof *k);
-    ch_pair *tmp = n <= SMALL ? psmall : malloc(n * sizeof *tmp);
+    acc_pair *tmp = n <= SMALL ? psmall : malloc(n * sizeof *tmp);
     if (!k || !tmp) { /* no room for the keys: the slow way */
         qsort(a->p, n, sizeof *a->p, pair_cmp);
     } else {
@@ -1036,6 +1065,26 @@ static void acc_normalize(acc *a)
 
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum);
+static const ch_expr *mul_from_pairs(ch_ctx *ctx, const fmpq_t coef,
+                                     size_t n, const ch_pair *p);
+
+/* The sum (kind CH_ADD, no collapsing) or product (CH_MUL, mul_from_pairs)
+ * of a's normalized pairs, seen as ch_pairs whose rationals are a's. */
+static const ch_expr *acc_finish(ch_ctx *ctx, acc *a, ch_kind kind)
+{
+    enum { SMALL = 64 };
+    ch_pair vsmall[SMALL];
+    ch_pair *v = a->n <= SMALL ? vsmall : malloc(a->n * sizeof *v);
+    if (!v) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < a->n; i++) v[i].e = a->p[i].e, v[i].c = a->p[i].c;
+    const ch_expr *e = kind == CH_ADD ? intern_pairs(ctx, CH_ADD, a->num, a->n, v)
+                                      : mul_from_pairs(ctx, a->num, a->n, v);
+    if (v != vsmall) free(v);
+    return e;
+}
 
 /* coef * prod(p^c) from canonical factors, with the collapsing rules. */
 static const ch_expr *mul_from_pairs(ch_ctx *ctx, const fmpq_t coef,
@@ -1056,13 +1105,8 @@ static const ch_expr *scale_term(ch_ctx *ctx, const fmpq_t c,
 {
     if (fmpq_is_one(c)) return term;
     if (term->kind == CH_MUL) return mul_from_pairs(ctx, c, term->n, term->pair);
-    ch_pair one;
-    one.e = term;
-    fmpq_init(one.c);
-    fmpq_one(one.c);
-    const ch_expr *e = mul_from_pairs(ctx, c, 1, &one);
-    fmpq_clear(one.c);
-    return e;
+    ch_pair one = {term, ctx->one->num};
+    return mul_from_pairs(ctx, c, 1, &one);
 }
 
 /* The term of a sum that carries the product's coefficient separately. */
@@ -1120,7 +1164,7 @@ static const ch_expr *add_build(ch_ctx *ctx, acc *a)
     else if (a->n == 1 && fmpq_is_zero(a->num))
         e = scale_term(ctx, a->p[0].c, a->p[0].e);
     else
-        e = intern_pairs(ctx, CH_ADD, a->num, a->n, a->p);
+        e = acc_finish(ctx, a, CH_ADD);
 out:
     acc_clear(a);
     return e;
@@ -1435,7 +1479,7 @@ static void mul_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t r)
 /* After merging, a numeric base may have reached an integer exponent
  * (2^(1/2) * 2^(1/2)) and a product base an integer one ((x y)^(1/2)
  * squared): such factors are folded again until none is left. */
-static int needs_refold(const ch_pair *p)
+static int needs_refold(const acc_pair *p)
 {
     if (p->e->kind == CH_NUM)
         return is_integer(p->c)
@@ -1451,7 +1495,7 @@ static const ch_expr *mul_build(ch_ctx *ctx, acc *a)
     for (int round = 0; !a->failed; round++) {
         acc_normalize(a);
         size_t w = 0, nre = 0;
-        ch_pair *re = NULL;
+        acc_pair *re = NULL;
         for (size_t i = 0; i < a->n; i++) {
             if (round < 16 && needs_refold(&a->p[i])) {
                 if (!re) re = malloc(a->n * sizeof *re);
@@ -1473,7 +1517,7 @@ static const ch_expr *mul_build(ch_ctx *ctx, acc *a)
         free(re);
         if (!nre || a->failed) break;
     }
-    if (!a->failed) e = mul_from_pairs(ctx, a->num, a->n, a->p);
+    if (!a->failed) e = acc_finish(ctx, a, CH_MUL);
     acc_clear(a);
     return e;
 }
@@ -1552,10 +1596,8 @@ const ch_expr *ch_pow(ch_ctx *ctx, const ch_expr *base, const ch_expr *ex)
     cand.n = 2;
     cand.arg[0] = base;
     cand.arg[1] = ex;
-    fmpq_init(cand.num);
-    const ch_expr *e = intern(ctx, &cand);
-    fmpq_clear(cand.num);
-    return e;
+    cand.num = ctx->qzero;
+    return intern(ctx, &cand);
 }
 
 /* ---- functions -------------------------------------------------------- */
@@ -1651,10 +1693,8 @@ static const ch_expr *intern_fun(ch_ctx *ctx, ch_fun f, const ch_expr *a,
     cand.n = b ? 2 : 1;
     cand.arg[0] = a;
     cand.arg[1] = b;
-    fmpq_init(cand.num);
-    const ch_expr *e = intern(ctx, &cand);
-    fmpq_clear(cand.num);
-    return e;
+    cand.num = ctx->qzero;
+    return intern(ctx, &cand);
 }
 
 /* Values at 0 of the functions that vanish or are 1 there (-1: none). */

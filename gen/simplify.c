@@ -1666,10 +1666,7 @@ const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e)
 {
     if (!e || e->kind != CH_ADD || !fmpq_is_zero(e->num) || e->n < 2) return e;
     ch_pair one0, one;
-    fmpq_init(one0.c);
-    fmpq_init(one.c);
-    fmpq_one(one0.c);
-    fmpq_one(one.c);
+    one0.c = one.c = ch_one(ctx)->num;
     const ch_pair *f0;
     size_t n0 = term_factors(e->pair[0].e, &f0, &one0);
     /* exp[j]: the least exponent of f0[j] over the terms so far, 0 when
@@ -1717,7 +1714,5 @@ const ch_expr *ch_common_factor(ch_ctx *ctx, const ch_expr *e)
         free(t);
     }
     _fmpq_vec_clear(exp, (slong)n0);
-    fmpq_clear(one0.c);
-    fmpq_clear(one.c);
     return res;
 }

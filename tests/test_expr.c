@@ -28,6 +28,37 @@ static void test_interning(void)
     CHECK(ch_symbol(ctx, "x", CH_SYM_COORD, NULL, 0, 0) == x);
 }
 
+/* Nodes and pairs keep one copy of each rational (ch_pair): equal values
+ * share it, whatever their size, and unequal ones do not. */
+static void test_interned_rationals(void)
+{
+    const ch_expr *a = add(mul(n(3), x), mul(n(5), y));
+    const ch_expr *b = add(mul(n(3), y), mul(n(5), z));
+    CHECK(a->kind == CH_ADD && b->kind == CH_ADD && a->n == 2 && b->n == 2);
+    CHECK(a->pair[0].c == b->pair[0].c && fmpz_equal_si(fmpq_numref(a->pair[0].c), 3));
+    CHECK(a->pair[1].c == b->pair[1].c && a->pair[0].c != a->pair[1].c);
+    CHECK(n(3)->num == a->pair[0].c);
+    CHECK(fmpq_is_zero(x->num) && x->num == ch_pi(ctx)->num);
+    /* 2^200/3 and 2^200/3 + 1: multi-limb values, made twice */
+    const ch_expr *big[2][2];
+    for (int k = 0; k < 2; k++) {
+        fmpq_t q;
+        fmpq_init(q);
+        fmpz_one(fmpq_numref(q));
+        fmpz_mul_2exp(fmpq_numref(q), fmpq_numref(q), 200);
+        fmpz_set_ui(fmpq_denref(q), 3);
+        fmpq_canonicalise(q);
+        big[k][0] = ch_scale(ctx, q, add(x, pw(y, 2)));
+        fmpq_add_si(q, q, 1);
+        big[k][1] = ch_scale(ctx, q, add(x, pw(y, 2)));
+        fmpq_clear(q);
+    }
+    CHECK(big[0][0] == big[1][0] && big[0][1] == big[1][1] && big[0][0] != big[0][1]);
+    CHECK(big[0][0]->kind == CH_ADD && big[0][0]->pair[0].c != big[0][1]->pair[0].c);
+    CHECK(fmpz_bits(fmpq_numref(big[0][0]->pair[0].c)) == 201); /* 2^200 */
+    CHECK(ch_sub(ctx, big[0][1], big[0][0]) == add(x, pw(y, 2)));
+}
+
 static void test_identities(void)
 {
     CHECK(add(x, n(0)) == x);
@@ -362,6 +393,7 @@ int main(void)
     y = ch_symbol(ctx, "y", CH_SYM_COORD, NULL, 0, 1);
     z = ch_symbol(ctx, "z", CH_SYM_COORD, NULL, 0, 2);
     RUN(test_interning);
+    RUN(test_interned_rationals);
     RUN(test_identities);
     RUN(test_numbers);
     RUN(test_errors);
