@@ -22,6 +22,10 @@ typedef struct chunk {
     max_align_t data[];
 } chunk;
 
+/* Integer coefficients and exponents up to this in magnitude skip the
+ * table of coef_intern. */
+#define COEF_SMALL 8
+
 struct ch_ctx {
     chunk *chunks;
     size_t arena; /* bytes in chunks */
@@ -35,6 +39,7 @@ struct ch_ctx {
     ch_map_slot *coeftab; /* interned rationals of nodes and pairs: hash -> fmpq in the arena */
     size_t coefcap, ncoefs;
     const fmpq *qzero; /* the num of nodes that have none */
+    const fmpq *qsmall[2 * COEF_SMALL + 1]; /* coef_intern's of -COEF_SMALL..COEF_SMALL */
     ch_sym **syms;
     size_t nsyms, cap_syms;
     ch_map sym_by_hash; /* FNV hash of name -> first ch_sym with it */
@@ -430,9 +435,12 @@ static int slots_grow(ch_map_slot **tab, size_t *cap)
 /* The context's copy of the rational v, made on first use (in the arena,
  * cleared with the context); NULL when out of memory (the context failed).
  * A model has few distinct coefficients and exponents: the table stays
- * in the cache. */
+ * in the cache, and most are small integers, looked up directly. */
 static const fmpq *coef_intern(ch_ctx *ctx, const fmpq_t v)
 {
+    const fmpz a = *fmpq_numref(v);
+    int small = *fmpq_denref(v) == 1 && !COEFF_IS_MPZ(a) && a >= -COEF_SMALL && a <= COEF_SMALL;
+    if (small && ctx->qsmall[a + COEF_SMALL]) return ctx->qsmall[a + COEF_SMALL];
     uint64_t h = hash_q(v) | 1; /* a slot's key 0 means empty */
     if (2 * (ctx->ncoefs + 1) > ctx->coefcap && slots_grow(&ctx->coeftab, &ctx->coefcap)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
@@ -449,6 +457,7 @@ static const fmpq *coef_intern(ch_ctx *ctx, const fmpq_t v)
     ctx->coeftab[i].key = h;
     ctx->coeftab[i].val = q;
     ctx->ncoefs++;
+    if (small) ctx->qsmall[a + COEF_SMALL] = q;
     return q;
 }
 
