@@ -90,11 +90,8 @@ int ch_driver_runtime_file(size_t i, const char **name, const char **text,
 /* What the emitted code takes from <math.h> (the functions gen/cse.c
  * calls, fabs and sqrt of the solvers, HUGE_VAL of the energy): parsing
  * the system header costs tcc more than compiling a small model. */
-static const char math_decls[] =
-    "double sin(double), cos(double), tan(double), asin(double), acos(double),\n"
-    "    atan(double), atan2(double, double), sinh(double), cosh(double),\n"
-    "    tanh(double), exp(double), log(double), fabs(double), sqrt(double),\n"
-    "    cbrt(double), pow(double, double);\n"
+#define MATH_DECL(f, decl) decl ";\n"
+static const char math_decls[] = CH_JIT_MATH_FNS(MATH_DECL)
     "#ifndef HUGE_VAL\n"
     "#ifdef __TINYC__\n"
     "#define HUGE_VAL 1e10000\n"

@@ -53,16 +53,13 @@ static void tcc_collect(void *opaque, const char *msg)
  * and libc the usual way makes tcc read their symbol tables, 0.65 of
  * the knife edge's 0.9 ms of compiling. Code that needs anything else
  * is linked the usual way (compile_tcc's second attempt). */
-#define HOST_FNS(X) \
-    X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(atan2) X(sinh) X(cosh) \
-    X(tanh) X(exp) X(log) X(fabs) X(sqrt) X(cbrt) X(pow) X(memset) X(memcpy) \
-    X(memmove)
+#define HOST_FNS(X) CH_JIT_MATH_FNS(X) X(memset, ) X(memcpy, ) X(memmove, )
 
 static int add_host_symbols(TCCState *s)
 {
     /* function pointers as object pointers: copied, not converted (not
      * an ISO C conversion) */
-#define ADD(f) { void (*fp)(void) = (void (*)(void))f; void *a; memcpy(&a, &fp, sizeof a); \
+#define ADD(f, decl) { void (*fp)(void) = (void (*)(void))f; void *a; memcpy(&a, &fp, sizeof a); \
                  if (tcc_add_symbol(s, #f, a) < 0) return -1; }
     HOST_FNS(ADD)
 #undef ADD
