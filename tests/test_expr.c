@@ -229,6 +229,28 @@ static void test_symbol_sets(void)
         t = ch_mul(c, ch_fun1(c, CH_F_SIN, t), ch_fun1(c, CH_F_COS, t));
     }
     CHECK(ch_tree_size(NULL, 10) == 0);
+    /* DAG sizes of several roots sharing nodes, counted in a map (caps
+     * below 4096) or a bitmap: u_k = u_{k-1} + k s_{k mod 300} (u_0 =
+     * s_0) are 2999 flat sums over the 300 symbols; with sin(u_k) for
+     * every k, 3000 + 2999 + 300 = 6299 nodes, sin(u_2999) alone 302 */
+    const ch_expr **u = malloc(3000 * sizeof *u), **su = malloc(3000 * sizeof *su);
+    CHECK(u && su);
+    for (int k = 0; u && su && k < 3000; k++) {
+        u[k] = k ? ch_add(c, u[k - 1], ch_mul(c, ch_num_si(c, k), s[k % 300])) : s[0];
+        su[k] = ch_fun1(c, CH_F_SIN, u[k]);
+    }
+    if (u && su) {
+        CHECK(ch_dag_size(su[2999]) == 302);
+        CHECK(ch_dag_size_many(1, &su[2999], SIZE_MAX) == 302);
+        static const size_t dcaps[] = {10, 4095, 4096, 4097, 6298, 6299, 6300, SIZE_MAX};
+        for (size_t j = 0; j < sizeof dcaps / sizeof *dcaps; j++)
+            CHECK_MSG(ch_dag_size_many(3000, su, dcaps[j]) == (dcaps[j] < 6299 ? dcaps[j] + 1 : 6299),
+                      "cap %zu", dcaps[j]);
+        const ch_expr *two[2] = {su[10], NULL};
+        CHECK(ch_dag_size_many(2, two, SIZE_MAX) == ch_dag_size(su[10]));
+    }
+    free(u);
+    free(su);
     /* maps owned by the context are freed with it (ASan checks) */
     ch_map *mp = ch_ctx_new_map(c);
     CHECK(mp != NULL && ch_map_get(mp, 7) == NULL);
