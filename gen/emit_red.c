@@ -647,25 +647,86 @@ static const ch_expr *fz_term(fz *z, const term *t)
     return r;
 }
 
-/* The base that most of the terms still have a power of (lowest id on
- * ties), or NULL when no base is shared. */
-static const ch_expr *fz_best(fz *z, const term *t, size_t nt)
-{
-    const ch_expr *best = NULL;
-    size_t bestc = 1;
+/* The bases the terms of a sum still have a power of, by how many terms
+ * have one: counts in a map (base id -> count) and a max-heap of (count,
+ * base), lowest id first on ties, whose entries are stale once their
+ * base's count has dropped (counts only drop: each (base, count) is
+ * pushed once). Counted once per sum and updated as groups leave:
+ * counting the remaining terms again for every group was quadratic in
+ * the terms of a sum (9% of the 200-trailer's emit instructions). */
+typedef struct {
+    uint32_t count, id;
+    const ch_expr *base;
+} fz_cand;
+
+typedef struct {
     ch_map count;
-    ch_map_init(&count);
-    for (size_t i = 0; i < nt && !z->failed; i++)
-        for (size_t j = 0; j < t[i].nf; j++) {
-            if (!fct_avail(&t[i].f[j])) continue;
-            uint64_t key = t[i].f[j].base->id;
-            size_t c = (size_t)(uintptr_t)ch_map_get(&count, key) + 1;
-            if (ch_map_put(&count, key, (void *)(uintptr_t)c)) z->failed = 1;
-            if (c > bestc || (c == bestc && best && t[i].f[j].base->id < best->id))
-                best = t[i].f[j].base, bestc = c;
-        }
-    ch_map_free(&count);
-    return z->failed ? NULL : best;
+    fz_cand *heap;
+    size_t n, cap;
+} fz_counts;
+
+static int cand_above(const fz_cand *a, const fz_cand *b)
+{
+    return a->count > b->count || (a->count == b->count && a->id < b->id);
+}
+
+static int counts_push(fz_counts *c, const ch_expr *base, uint32_t count)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        fz_cand *h = realloc(c->heap, cap * sizeof *h);
+        if (!h) return -1;
+        c->heap = h, c->cap = cap;
+    }
+    size_t i = c->n++;
+    fz_cand x = {count, base->id, base};
+    for (; i > 0 && cand_above(&x, &c->heap[(i - 1) / 2]); i = (i - 1) / 2)
+        c->heap[i] = c->heap[(i - 1) / 2];
+    c->heap[i] = x;
+    return 0;
+}
+
+static void counts_pop(fz_counts *c)
+{
+    fz_cand x = c->heap[--c->n];
+    size_t i = 0;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= c->n) break;
+        if (k + 1 < c->n && cand_above(&c->heap[k + 1], &c->heap[k])) k++;
+        if (!cand_above(&c->heap[k], &x)) break;
+        c->heap[i] = c->heap[k];
+        i = k;
+    }
+    if (c->n) c->heap[i] = x;
+}
+
+/* Adds d (+1 or -1) to the count of every base term t has a power of
+ * (also of skip, whose power fz_partition has just taken); 0, or -1 out
+ * of memory. Counts of 2 and more enter the heap. */
+static int counts_add(fz_counts *c, const term *t, const ch_expr *skip, int d)
+{
+    for (size_t j = 0; j < t->nf; j++) {
+        if (t->f[j].base != skip && !fct_avail(&t->f[j])) continue;
+        uint64_t key = t->f[j].base->id;
+        uint32_t n = (uint32_t)(uintptr_t)ch_map_get(&c->count, key) + (uint32_t)d;
+        if (ch_map_put(&c->count, key, (void *)(uintptr_t)n)) return -1;
+        if (d < 0 && n >= 2 && counts_push(c, t->f[j].base, n)) return -1;
+    }
+    return 0;
+}
+
+/* The base that most of the terms still have a power of (lowest id on
+ * ties), or NULL when no base is shared by two terms. */
+static const ch_expr *counts_best(fz_counts *c)
+{
+    while (c->n) {
+        const fz_cand *top = &c->heap[0];
+        uint32_t now = (uint32_t)(uintptr_t)ch_map_get(&c->count, top->id);
+        if (now == top->count && now >= 2) return top->base;
+        counts_pop(c);
+    }
+    return NULL;
 }
 
 /* Moves the terms with a power of b to the front, one power of b taken
@@ -747,14 +808,28 @@ static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
     }
     size_t at = 0;
     const ch_expr *best;
-    while (!z->failed && nt - at >= 2 && (best = fz_best(z, t + at, nt - at))) {
+    fz_counts cnt = {.heap = NULL};
+    ch_map_init(&cnt.count);
+    for (size_t i = 0; i < nt && !z->failed; i++)
+        if (counts_add(&cnt, &t[i], NULL, 1)) z->failed = 1;
+    for (size_t i = 0; i < cnt.count.cap && !z->failed; i++) {
+        const ch_map_slot *sl = &cnt.count.slot[i];
+        if (sl->key && (uintptr_t)sl->val >= 2 &&
+            counts_push(&cnt, ch_ctx_node(z->ctx, (uint32_t)sl->key), (uint32_t)(uintptr_t)sl->val))
+            z->failed = 1;
+    }
+    while (!z->failed && nt - at >= 2 && (best = counts_best(&cnt))) {
         size_t n1 = fz_partition(t + at, nt - at, best);
+        for (size_t i = at; i < at + n1 && !z->failed; i++)
+            if (counts_add(&cnt, &t[i], best, -1)) z->failed = 1;
         fb[ng] = fz_expr(z, best);
         s1[ng] = fz_sum(z, t + at, n1);
         if (!fb[ng] || !s1[ng]) z->failed = 1;
         ng++;
         at += n1;
     }
+    ch_map_free(&cnt.count);
+    free(cnt.heap);
     const ch_expr *rest = z->failed ? NULL : fz_plain(z, t + at, nt - at);
     const ch_expr *r = NULL;
     if (rest) {

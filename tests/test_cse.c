@@ -232,6 +232,30 @@ static void test_factor_distribute(void)
     ch_ctx_free(ctx);
 }
 
+/* ch_factor_sums takes out first the factor most terms share, the
+ * oldest on ties, counting only the terms not yet grouped: in
+ * a u + a v + a w + b u + b v + c u (a, b, c, u, v, w made in this
+ * order) a and u are in three terms, a is older; of the rest b u + b v
+ * + c u, b and u in two, b older: a (u + v + w) + b (u + v) + c u. Had
+ * u kept its first count, or won the tie: u (a + b + c) + ... */
+static void test_factor_greedy_order(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    const ch_expr *a = t.x[0], *b = t.x[1], *c = t.x[2], *u = t.x[3], *v = t.x[4], *w = t.x[5];
+    const ch_expr *terms[] = {ch_mul(ctx, a, u), ch_mul(ctx, a, v), ch_mul(ctx, a, w),
+                              ch_mul(ctx, b, u), ch_mul(ctx, b, v), ch_mul(ctx, c, u)};
+    const ch_expr *sum = ch_add_n(ctx, 6, terms);
+    const ch_expr *const *fac = ch_factor_sums(ctx, 1, &sum, CH_DIST_NONE);
+    CHECK(fac != NULL);
+    const ch_expr *uvw[] = {u, v, w};
+    const ch_expr *want[] = {ch_mul(ctx, a, ch_add_n(ctx, 3, uvw)),
+                             ch_mul(ctx, b, ch_add(ctx, u, v)), ch_mul(ctx, c, u)};
+    if (fac) CHECK(fac[0] == ch_add_n(ctx, 3, want));
+    ch_ctx_free(ctx);
+}
+
 /* Rows r_i = sum_{j >= i} (R - j) a_j and y times them: the weighted
  * tails of the rows of a chain's mass matrix. The terms with a
  * coefficient are shared like unit ones, so the rows are built one from
@@ -442,6 +466,7 @@ int main(void)
     RUN(test_greedy);
     RUN(test_splice);
     RUN(test_factor_distribute);
+    RUN(test_factor_greedy_order);
     RUN(test_weighted_tails);
     RUN(test_sharing);
     RUN(test_random);
