@@ -106,7 +106,7 @@ static void split(splitter *s, const ch_expr *e, const ch_expr *coef)
 int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_kane *out)
 {
     size_t n = m->n;
-    if (n > CH_KANE_MAX_N || !m->lagrangian) return 1;
+    if (!m->lagrangian) return 1;
     splitter s = {.ctx = ctx, .m = m, .l0 = ch_zero(ctx)};
     if (ch_sym_finder_init(ctx, &s.vel, n, m->qt)) return -1;
     split(&s, m->lagrangian, ch_one(ctx));

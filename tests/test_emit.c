@@ -891,6 +891,34 @@ static void test_hamilton_fused(void)
     free(text);
 }
 
+/* The split at any size: n coordinates, L = q_0'^2/2 + sum_i (q_i' +
+ * q_{i+1}')^2/2 - q_i^2/2 has n terms of one weight (it was not tried
+ * beyond 256 coordinates; the closed forms it spares are far larger
+ * there). */
+static void kane_large(int n)
+{
+    ch_buf t;
+    ch_buf_init(&t);
+    ch_buf_put(&t, "model large\ncoordinates");
+    for (int i = 0; i < n; i++) ch_buf_printf(&t, " q%d", i);
+    ch_buf_put(&t, "\nlagrangian q0'^2/2");
+    for (int i = 0; i + 1 < n; i++) ch_buf_printf(&t, " + (q%d' + q%d')^2/2", i, i + 1);
+    for (int i = 0; i < n; i++) ch_buf_printf(&t, " - q%d^2/2", i);
+    ch_buf_put(&t, "\n");
+    ch_ctx *ctx;
+    ch_model *m;
+    ch_derivation *d;
+    if (derive_text("large", t.s, &ctx, &m, &d) == 0) {
+        ch_kane kn;
+        int split = ch_kane_split(ctx, m, d->lag.Q, &kn);
+        CHECK_MSG(split == 0, "n = %d: ch_kane_split %d", n, split);
+        if (split == 0)
+            CHECK_MSG(kn.nb == (size_t)n && kn.n == (size_t)n, "%zu terms of %zu", kn.nb, kn.n);
+    }
+    ch_ctx_free(ctx);
+    ch_buf_free(&t);
+}
+
 static void test_kane(void)
 {
     hamilton_kane_agrees("trailer2", trailer2_text);
@@ -908,6 +936,7 @@ static void test_kane(void)
                           "lagrangian cos(y)*x'^2/2 + y'^2/2\n", 0);
     kane_agrees("linear", "model linear\ncoordinates x y\n"
                           "lagrangian (x'^2 + y'^2)/2 + x*y'\n", 0);
+    kane_large(300);
 }
 
 /* ch_emit_spd_solve: the unrolled L D L^T against known solutions, with
