@@ -702,12 +702,12 @@ static void counts_pop(fz_counts *c)
 }
 
 /* Adds d (+1 or -1) to the count of every base term t has a power of
- * (also of skip, whose power fz_partition has just taken); 0, or -1 out
- * of memory. Counts of 2 and more enter the heap. */
-static int counts_add(fz_counts *c, const term *t, const ch_expr *skip, int d)
+ * (also of taken, whose power fz_partition has just taken out); 0, or -1
+ * out of memory. Counts of 2 and more enter the heap. */
+static int counts_add(fz_counts *c, const term *t, const ch_expr *taken, int d)
 {
     for (size_t j = 0; j < t->nf; j++) {
-        if (t->f[j].base != skip && !fct_avail(&t->f[j])) continue;
+        if (t->f[j].base != taken && !fct_avail(&t->f[j])) continue;
         uint64_t key = t->f[j].base->id;
         uint32_t n = (uint32_t)(uintptr_t)ch_map_get(&c->count, key) + (uint32_t)d;
         if (ch_map_put(&c->count, key, (void *)(uintptr_t)n)) return -1;

@@ -1077,8 +1077,19 @@ static void acc_normalize(acc *a)
 
 static const ch_expr *scale_add(ch_ctx *ctx, const fmpq_t c,
                                 const ch_expr *sum);
+
+/* coef * prod(p^c) from canonical factors, with the collapsing rules. */
 static const ch_expr *mul_from_pairs(ch_ctx *ctx, const fmpq_t coef,
-                                     size_t n, const ch_pair *p);
+                                     size_t n, const ch_pair *p)
+{
+    if (fmpq_is_zero(coef)) return ctx->zero;
+    if (n == 0) return ch_num_q(ctx, coef);
+    if (n == 1 && fmpq_is_one(p[0].c)) {
+        if (fmpq_is_one(coef)) return p[0].e;
+        if (p[0].e->kind == CH_ADD) return scale_add(ctx, coef, p[0].e);
+    }
+    return intern_pairs(ctx, CH_MUL, coef, n, p);
+}
 
 /* The sum (kind CH_ADD, no collapsing) or product (CH_MUL, mul_from_pairs)
  * of a's normalized pairs, seen as ch_pairs whose rationals are a's. */
@@ -1096,19 +1107,6 @@ static const ch_expr *acc_finish(ch_ctx *ctx, acc *a, ch_kind kind)
                                       : mul_from_pairs(ctx, a->num, a->n, v);
     if (v != vsmall) free(v);
     return e;
-}
-
-/* coef * prod(p^c) from canonical factors, with the collapsing rules. */
-static const ch_expr *mul_from_pairs(ch_ctx *ctx, const fmpq_t coef,
-                                     size_t n, const ch_pair *p)
-{
-    if (fmpq_is_zero(coef)) return ctx->zero;
-    if (n == 0) return ch_num_q(ctx, coef);
-    if (n == 1 && fmpq_is_one(p[0].c)) {
-        if (fmpq_is_one(coef)) return p[0].e;
-        if (p[0].e->kind == CH_ADD) return scale_add(ctx, coef, p[0].e);
-    }
-    return intern_pairs(ctx, CH_MUL, coef, n, p);
 }
 
 /* c * term for a term that may stand in a sum (never NUM or ADD). */
