@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "matrix.h"
+#include "mech/collect.h"
 #include "simplify.h"
 
 typedef struct {
@@ -160,19 +161,60 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
     return best;
 }
 
-/* A tidy copy of rows expressions, in arena memory (NULL on failure). */
-static const ch_expr **tidy_all(ch_ctx *ctx, ch_map *memo, size_t rows,
-                                const ch_expr *const *v)
+/* The display of a node, tidied once: the same node recurs (a symmetric
+ * M, alpha inside B). NULL for NULL and on failure (OOM). */
+typedef struct {
+    ch_ctx *ctx;
+    ch_map memo;
+} tidier;
+
+static const ch_expr *tidy_once(void *arg, const ch_expr *e)
 {
-    const ch_expr **t = ch_mat_new(ctx, rows, 1);
-    for (size_t i = 0; t && i < rows; i++) {
-        /* the same node recurs (a symmetric M, alpha inside B): tidy once */
-        const ch_expr *x = v[i] ? ch_map_get(memo, v[i]->id) : NULL;
-        if (!x && (x = tidy(ctx, v[i])) && ch_map_put(memo, v[i]->id, (void *)x))
-            return NULL;
-        t[i] = x;
-    }
+    tidier *t = arg;
+    const ch_expr *x = e ? ch_map_get(&t->memo, e->id) : NULL;
+    if (!x && (x = tidy(t->ctx, e)) && ch_map_put(&t->memo, e->id, (void *)x))
+        return NULL;
+    return x;
+}
+
+/* A tidy copy of rows expressions, in arena memory (NULL on failure). */
+static const ch_expr **tidy_all(tidier *td, size_t rows, const ch_expr *const *v)
+{
+    const ch_expr **t = ch_mat_new(td->ctx, rows, 1);
+    for (size_t i = 0; t && i < rows; i++)
+        if (!(t[i] = tidy_once(td, v[i])) && v[i]) return NULL;
     return t;
+}
+
+/* The momenta, E_i and energy of a Lagrangian quadratic in the velocities
+ * by velocity monomials (collect.h), with the displayed mass matrix as
+ * their coefficients: where one of them prints shorter than the tidy
+ * form, it replaces it. -1 on failure. */
+static int use_collected(ch_derivation *d, tidier *td, const char *key,
+                         size_t count, const ch_expr **t, int *state,
+                         ch_collected *c)
+{
+    int which = strcmp(key, "momenta") == 0          ? 1
+                : strcmp(key, "euler_lagrange") == 0 ? 2
+                : strcmp(key, "energy") == 0         ? 3
+                                                     : 0;
+    if (!which) return 0;
+    if (!*state) {
+        size_t n = d->model->n;
+        const ch_expr **M = tidy_all(td, n * n, d->lag.M);
+        if (!M) return -1;
+        *state = ch_collect_quadratic(d->ctx, d->model, &d->lag, M, tidy_once,
+                                      td, c);
+        if (*state < 0) return -1;
+        *state = *state ? 1 : 2;
+    }
+    if (*state != 1) return 0;
+    const ch_expr *const *from = which == 1 ? c->p : which == 2 ? c->EL : &c->energy;
+    for (size_t i = 0; i < count; i++) {
+        size_t len = ch_tree_size(from[i], (size_t)-1);
+        if (ch_tree_size(t[i], len + 1) > len) t[i] = from[i];
+    }
+    return 0;
 }
 
 /* The deferred entry of the identity of 001 eq. 19: tested now. */
@@ -227,8 +269,10 @@ int ch_derivation_selected(const ch_derivation *d, size_t i, ch_format fmt,
 int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
                           const char *const *only)
 {
-    ch_map memo;
-    ch_map_init(&memo);
+    tidier td = {d->ctx, {0}};
+    ch_map_init(&td.memo);
+    ch_collected coll;
+    int coll_state = 0; /* 1: coll made, 2: L not quadratic */
     int rc = 0;
     for (size_t i = 0; i < d->n && !rc; i++) {
         ch_entry *e = &d->entry[i];
@@ -239,17 +283,18 @@ int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
             test_identity(d, e);
         if (!e->tidy) continue;
         size_t count = e->kind == CH_ENTRY_MATRIX ? e->rows * e->cols : e->rows;
-        const ch_expr **t = tidy_all(d->ctx, &memo, count, e->e);
-        const ch_expr **t2 = e->e2 ? tidy_all(d->ctx, &memo, count, e->e2) : NULL;
+        const ch_expr **t = tidy_all(&td, count, e->e);
+        const ch_expr **t2 = e->e2 ? tidy_all(&td, count, e->e2) : NULL;
         if (!t || (e->e2 && !t2)) {
             rc = -1;
             break;
         }
+        rc = use_collected(d, &td, e->key, count, t, &coll_state, &coll);
         e->e = t;
         if (e->e2) e->e2 = t2;
         e->tidy = 0;
     }
-    ch_map_free(&memo);
+    ch_map_free(&td.memo);
     return rc;
 }
 

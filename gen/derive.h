@@ -75,8 +75,11 @@ typedef enum {
  * arguments prints (nonly == 0: all; unknown keys are ignored): runs the
  * deferred self-checks and rewrites expressions into their display form,
  * the shortest printed of the expression, its expansion and its rational
- * normal form, under node budgets. Only for printing: it costs more than
- * the derivation of a large model. 0, or -1 when out of memory. */
+ * normal form, under node budgets, and, for a Lagrangian quadratic in the
+ * velocities, of the momenta, E_i and energy by velocity monomials with
+ * the displayed mass matrix as coefficients (mech/collect.h). Only for
+ * printing: it costs more than the derivation of a large model. 0, or -1
+ * when out of memory. */
 int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
                           const char *const *only);
 
