@@ -1884,25 +1884,18 @@ static void count_marked(const ch_expr *e, uint64_t *bits, size_t *len, size_t c
     for (int i = 0; i < nchildren(e) && *len <= cap; i++) count_marked(child(e, i), bits, len, cap);
 }
 
-/* Counts that may pass this many nodes mark them in a bitmap up to the
- * largest root's id (children are older than their parents) rather
+/* A DAG of more than this many nodes is counted again in a bitmap up to
+ * the largest root's id (children are older than their parents) rather
  * than in a map: the 16-byte slots of a large DAG's map missed the cache
- * at every node (emit's candidates of the 200-trailer: 2% of its time). */
+ * at every node (emit's candidates of the 200-trailer: 2% of its time).
+ * Only then: the bitmap's size is that id's, not the DAG's, and zeroing
+ * it for every small expression made late in a large context (the
+ * display tidy's normal forms of the 200-trailer, 41 000 of them: 400 kB
+ * each) cost more than all the rest of the count. */
 #define DAG_BITS_MIN 4096
 
-size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
+static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
 {
-    uint32_t top = 0;
-    for (size_t i = 0; i < n; i++)
-        if (e[i] && e[i]->id > top) top = e[i]->id;
-    uint64_t *bits = cap >= DAG_BITS_MIN ? calloc(top / 64 + 1, sizeof *bits) : NULL;
-    if (bits) {
-        size_t len = 0;
-        for (size_t i = 0; i < n && len <= cap; i++)
-            if (e[i]) count_marked(e[i], bits, &len, cap);
-        free(bits);
-        return len > cap ? cap + 1 : len;
-    }
     ch_map seen;
     ch_map_init(&seen);
     for (size_t i = 0; i < n && seen.len <= cap; i++)
@@ -1910,6 +1903,23 @@ size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
     size_t r = seen.len > cap ? cap + 1 : seen.len;
     ch_map_free(&seen);
     return r;
+}
+
+size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
+{
+    size_t first = cap < DAG_BITS_MIN ? cap : DAG_BITS_MIN;
+    size_t r = count_in_map(n, e, first);
+    if (r <= first || cap == first) return r;
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i] && e[i]->id > top) top = e[i]->id;
+    uint64_t *bits = calloc(top / 64 + 1, sizeof *bits);
+    if (!bits) return count_in_map(n, e, cap); /* slower, same count */
+    size_t len = 0;
+    for (size_t i = 0; i < n && len <= cap; i++)
+        if (e[i]) count_marked(e[i], bits, &len, cap);
+    free(bits);
+    return len > cap ? cap + 1 : len;
 }
 
 size_t ch_dag_size(const ch_expr *e)
