@@ -1888,10 +1888,11 @@ static void count_marked(const ch_expr *e, uint64_t *bits, size_t *len, size_t c
  * the largest root's id (children are older than their parents) rather
  * than in a map: the 16-byte slots of a large DAG's map missed the cache
  * at every node (emit's candidates of the 200-trailer: 2% of its time).
- * Only then: the bitmap's size is that id's, not the DAG's, and zeroing
- * it for every small expression made late in a large context (the
- * display tidy's normal forms of the 200-trailer, 41 000 of them: 400 kB
- * each) cost more than all the rest of the count. */
+ * Only then, unless the cap is above every id: the bitmap's size is that
+ * id's, not the DAG's, and zeroing it for every small expression made
+ * late in a large context (the display tidy's normal forms of the
+ * 200-trailer, cap 4936, 41 000 of them: 400 kB each) cost more than all
+ * the rest of the count. */
 #define DAG_BITS_MIN 4096
 
 static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
@@ -1907,12 +1908,16 @@ static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
 
 size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
 {
-    size_t first = cap < DAG_BITS_MIN ? cap : DAG_BITS_MIN;
-    size_t r = count_in_map(n, e, first);
-    if (r <= first || cap == first) return r;
     uint32_t top = 0;
     for (size_t i = 0; i < n; i++)
         if (e[i] && e[i]->id > top) top = e[i]->id;
+    /* a cap above every id does not bound the count: the caller wants a
+     * whole DAG, large where that is asked (emit's candidates) */
+    if (cap < DAG_BITS_MIN || top > cap) {
+        size_t first = cap < DAG_BITS_MIN ? cap : DAG_BITS_MIN;
+        size_t r = count_in_map(n, e, first);
+        if (r <= first || cap == first) return r;
+    }
     uint64_t *bits = calloc(top / 64 + 1, sizeof *bits);
     if (!bits) return count_in_map(n, e, cap); /* slower, same count */
     size_t len = 0;

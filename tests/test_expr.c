@@ -248,6 +248,16 @@ static void test_symbol_sets(void)
                       "cap %zu", dcaps[j]);
         const ch_expr *two[2] = {su[10], NULL};
         CHECK(ch_dag_size_many(2, two, SIZE_MAX) == ch_dag_size(su[10]));
+        /* the same counts when the roots are made after 800 000 other
+         * nodes: a bitmap would have more words than these caps, so the
+         * count starts in a map and goes on in the bitmap past 4096 */
+        for (int k = 1; k <= 400000; k++) ch_mul(c, ch_num_si(c, 100 + k), s[0]);
+        for (int k = 0; k < 3000; k++) su[k] = ch_fun1(c, CH_F_COS, u[k]);
+        CHECK(ch_ctx_nnodes(c) / 64 > 6300);
+        for (size_t j = 0; j < sizeof dcaps / sizeof *dcaps; j++)
+            CHECK_MSG(ch_dag_size_many(3000, su, dcaps[j]) == (dcaps[j] < 6299 ? dcaps[j] + 1 : 6299),
+                      "late roots, cap %zu", dcaps[j]);
+        CHECK(ch_dag_size_capped(su[2999], 5000) == 302);
     }
     free(u);
     free(su);
