@@ -189,7 +189,7 @@ static const ch_expr **tidy_all(tidier *td, size_t rows, const ch_expr *const *v
 /* The momenta, E_i and energy of a Lagrangian quadratic in the velocities
  * by velocity monomials (collect.h), with the displayed mass matrix as
  * their coefficients: where one of them prints shorter than the tidy
- * form, it replaces it. -1 on failure. */
+ * form, it replaces it. -1 when out of memory. */
 static int use_collected(ch_derivation *d, tidier *td, const char *key,
                          size_t count, const ch_expr **t, int *state,
                          ch_collected *c)
@@ -203,10 +203,13 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
         size_t n = d->model->n;
         const ch_expr **M = tidy_all(td, n * n, d->lag.M);
         if (!M) return -1;
-        *state = ch_collect_quadratic(d->ctx, d->model, &d->lag, M, tidy_once,
+        int rc = ch_collect_quadratic(d->ctx, d->model, &d->lag, M, tidy_once,
                                       td, c);
-        if (*state < 0) return -1;
-        *state = *state ? 1 : 2;
+        /* a display form does not fail the command: past the node limit
+         * the tidy forms are shown */
+        if (rc < 0 && ch_ctx_error(d->ctx)->code == CH_ERR_MEMORY) return -1;
+        if (rc < 0) ch_ctx_clear_error(d->ctx);
+        *state = rc == 1 ? 1 : 2;
     }
     if (*state != 1) return 0;
     const ch_expr *const *from = which == 1 ? c->p : which == 2 ? c->EL : &c->energy;

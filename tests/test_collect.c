@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "derive.h"
 #include "eval.h"
 #include "mech/collect.h"
 #include "model.h"
@@ -106,9 +107,35 @@ static void test_inline(void)
                "lagrangian x'^2/2 + y'^2/2 + x'^3\n", 0);
 }
 
+/* A display form does not fail the command: with the node limit just
+ * above the derivation's nodes the collected forms cannot be built, and
+ * derive shows the tidy ones (it said "out of memory" before). */
+static void test_node_limit(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/double_pendulum.nh", SRCDIR);
+    ch_ctx *ctx = ch_ctx_new();
+    ch_model *m = NULL;
+    ch_derivation *d = NULL;
+    ch_error err;
+    ch_error_clear(&err);
+    int rc = ch_model_load(ctx, path, &m, &err);
+    if (rc == 0) rc = ch_derive(ctx, m, &d, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc == 0) {
+        ch_ctx_set_node_limit(ctx, ch_ctx_nnodes(ctx) + 2);
+        CHECK(ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL) == 0);
+        CHECK(ch_ctx_error(ctx)->code == CH_OK);
+        const ch_entry *e = ch_derivation_find(d, "euler_lagrange");
+        CHECK(e && e->rows == m->n && e->e[0] && e->e[1]);
+    }
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     RUN(test_examples);
     RUN(test_inline);
+    RUN(test_node_limit);
     return check_summary("test_collect");
 }
