@@ -105,6 +105,20 @@ static void test_inline(void)
     /* cubic in a velocity: M depends on it */
     check_text("coordinates x y\n"
                "lagrangian x'^2/2 + y'^2/2 + x'^3\n", 0);
+    /* 64 coordinates, every entry of M holding all of them: shown as
+     * derived (the collected forms would take 64^3 / 2 derivatives) */
+    char *dense = malloc(65536), *at = dense;
+    at += sprintf(at, "coordinates");
+    for (int i = 0; i < 64; i++) at += sprintf(at, " q%d", i);
+    at += sprintf(at, "\nlagrangian (2 + cos(q0");
+    for (int i = 1; i < 64; i++) at += sprintf(at, " + q%d", i);
+    at += sprintf(at, "))*(q0'");
+    for (int i = 1; i < 64; i++) at += sprintf(at, " + q%d'", i);
+    at += sprintf(at, ")^2/2");
+    for (int i = 0; i < 64; i++) at += sprintf(at, " + q%d'^2/2", i);
+    sprintf(at, "\n");
+    check_text(dense, 0);
+    free(dense);
 }
 
 /* A display form does not fail the command: with the node limit just

@@ -27,6 +27,9 @@ static int poly_in(const ch_expr *e, const ch_symset *vel, ch_map *memo)
     return ok;
 }
 
+/* Coordinates held by the entries of M beyond 4 n^2 (see collect) */
+#define COLLECT_MAX_WORK 100000
+
 typedef struct {
     ch_ctx *ctx;
     const ch_model *m;
@@ -236,6 +239,8 @@ out:
     return res;
 }
 
+/* 1 with *out filled, 0 when M is too dense to collect cheaply, -1 on
+ * failure (context error set). */
 static int collect(work *w, ch_collected *out)
 {
     ch_ctx *ctx = w->ctx;
@@ -247,6 +252,11 @@ static int collect(work *w, ch_collected *out)
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return -1;
     }
+    /* the G_ijk tried are about 3 times the coordinates the entries of M
+     * hold in all: O(n^2) for chains and trailers (two each), O(n^3) for
+     * a mass matrix whose entries all depend on every coordinate, where
+     * a large model is shown as derived instead */
+    if (w->m_start[n + 1] > COLLECT_MAX_WORK + 4 * n * n) return 0;
     terms l = {0};
     uint64_t *keys = NULL;
     size_t cap = 0;
@@ -272,7 +282,7 @@ static int collect(work *w, ch_collected *out)
                 goto out;
         }
     if (push(ctx, &l, ch_neg(ctx, w->c))) goto out;
-    rc = (out->energy = ch_add_n(ctx, l.n, l.t)) ? 0 : -1;
+    rc = (out->energy = ch_add_n(ctx, l.n, l.t)) ? 1 : -1;
 out:
     free(l.t);
     free(keys);
@@ -330,7 +340,7 @@ int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
     for (size_t s = 0; s < w.nsyms; s++) w.coord[s] = -1;
     for (size_t a = 0; a < n; a++) w.coord[m->q[a]->sym->sid] = (int)a;
     w.coord[m->t->sym->sid] = (int)n;
-    int rc = collect(&w, out) ? -1 : 1;
+    int rc = collect(&w, out);
     free(w.coord);
     free(w.found);
     free(w.m_start);

@@ -36,7 +36,8 @@ typedef struct {
  * M the mass matrix as displayed (equal to L->M; its entries are the
  * coefficients), b and c shown through tidy. Returns 1 with *out filled,
  * 0 when L is not quadratic in the velocities (not a polynomial in them,
- * or M depends on them), -1 on failure (context error set). */
+ * or M depends on them) or M's entries hold too many coordinates to
+ * collect cheaply (a large dense M), -1 on failure (context error set). */
 int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                          const ch_expr *const *M, ch_collect_tidy tidy,
                          void *arg, ch_collected *out);
