@@ -27,7 +27,7 @@ static int poly_in(const ch_expr *e, const ch_symset *vel, ch_map *memo)
     return ok;
 }
 
-/* Coordinates held by the entries of M beyond 4 n^2 (see collect) */
+/* Coordinates held by the entries of M beyond 4 n^2 (index_coords) */
 #define COLLECT_MAX_WORK 100000
 
 typedef struct {
@@ -82,7 +82,9 @@ static const ch_expr *Mat(const work *w, size_t j, size_t k)
     return w->M[j * w->n + k];
 }
 
-/* The inverted indices m_keys / b_rows (CSR by coordinate). */
+/* The inverted indices m_keys / b_rows (CSR by coordinate): 0, 1 when
+ * M's entries hold too many coordinates (see collect), -1 when out of
+ * memory. */
 static int index_coords(work *w)
 {
     size_t n = w->n;
@@ -95,6 +97,12 @@ static int index_coords(work *w)
                 w->m_start[a + 1] += w->m_start[a];
                 w->b_start[a + 1] += w->b_start[a];
             }
+            /* the G_ijk tried are about 3 times the coordinates the
+             * entries of M hold in all: O(n^2) for chains and trailers
+             * (two each), O(n^3) for a mass matrix whose entries all
+             * depend on every coordinate, where a large model is shown
+             * as derived instead */
+            if (w->m_start[n + 1] > COLLECT_MAX_WORK + 4 * n * n) return 1;
             w->m_keys = malloc((w->m_start[n + 1] + 1) * sizeof *w->m_keys);
             w->b_rows = malloc((w->b_start[n + 1] + 1) * sizeof *w->b_rows);
             if (!w->m_keys || !w->b_rows) return -1;
@@ -248,15 +256,12 @@ static int collect(work *w, ch_collected *out)
     out->p = ch_mat_new(ctx, n, 1);
     out->EL = ch_mat_new(ctx, n, 1);
     if (!out->p || !out->EL) return -1;
-    if (index_coords(w)) {
+    int ix = index_coords(w);
+    if (ix < 0) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return -1;
     }
-    /* the G_ijk tried are about 3 times the coordinates the entries of M
-     * hold in all: O(n^2) for chains and trailers (two each), O(n^3) for
-     * a mass matrix whose entries all depend on every coordinate, where
-     * a large model is shown as derived instead */
-    if (w->m_start[n + 1] > COLLECT_MAX_WORK + 4 * n * n) return 0;
+    if (ix) return 0;
     terms l = {0};
     uint64_t *keys = NULL;
     size_t cap = 0;
