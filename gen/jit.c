@@ -66,45 +66,54 @@ static int add_host_symbols(TCCState *s)
     return 0;
 }
 
+/* Where an attempt of tcc_try failed (TRY_OK: it did not). */
+typedef enum {
+    TRY_OK, TRY_NO_MEMORY, TRY_NO_OUTPUT, TRY_COMPILE, TRY_SYMBOLS, TRY_LIBM, TRY_LINK
+} tcc_stage;
+
+static const char *const stage_msg[] = {
+    "", "out of memory", "cannot compile to memory", "compilation failed",
+    "cannot add symbols", "cannot link libm", "linking failed"};
+
 /* One attempt, with own_symbols without the C library (-nostdlib) and
- * with the functions of add_host_symbols instead; 0, or -1 with *what
- * saying which stage failed (s deleted, tcc's messages in j->log). */
-static int tcc_try(const char *source, ch_jit *j, int own_symbols, const char **what)
+ * with the functions of add_host_symbols instead: TRY_OK, or the stage
+ * that failed (s deleted, tcc's messages in j->log). */
+static tcc_stage tcc_try(const char *source, ch_jit *j, int own_symbols)
 {
     TCCState *s = tcc_new();
-    *what = "out of memory";
-    if (!s) return -1;
+    if (!s) return TRY_NO_MEMORY;
     tcc_log *log = &j->log;
     log->len = 0, log->text[0] = 0;
     /* Installed first: without it tcc prints to stderr. */
     tcc_set_error_func(s, log, tcc_collect);
-    int ok = 1;
+    tcc_stage bad = TRY_OK;
     if (own_symbols) tcc_set_options(s, "-nostdlib");
-    if (ok && tcc_set_output_type(s, TCC_OUTPUT_MEMORY) < 0) ok = 0, *what = "cannot compile to memory";
-    if (ok && tcc_compile_string(s, source) < 0) ok = 0, *what = "compilation failed";
-    if (ok && own_symbols && add_host_symbols(s) < 0) ok = 0, *what = "cannot add symbols";
-    if (ok && !own_symbols && tcc_add_library(s, "m") < 0) ok = 0, *what = "cannot link libm";
+    if (!bad && tcc_set_output_type(s, TCC_OUTPUT_MEMORY) < 0) bad = TRY_NO_OUTPUT;
+    if (!bad && tcc_compile_string(s, source) < 0) bad = TRY_COMPILE;
+    if (!bad && own_symbols && add_host_symbols(s) < 0) bad = TRY_SYMBOLS;
+    if (!bad && !own_symbols && tcc_add_library(s, "m") < 0) bad = TRY_LIBM;
 #ifdef TCC_RELOCATE_AUTO
-    if (ok && tcc_relocate(s, TCC_RELOCATE_AUTO) < 0) ok = 0, *what = "linking failed";
+    if (!bad && tcc_relocate(s, TCC_RELOCATE_AUTO) < 0) bad = TRY_LINK;
 #else
-    if (ok && tcc_relocate(s) < 0) ok = 0, *what = "linking failed";
+    if (!bad && tcc_relocate(s) < 0) bad = TRY_LINK;
 #endif
-    if (!ok) {
+    if (bad) {
         tcc_delete(s);
-        return -1;
+        return bad;
     }
     j->tcc = s;
-    return 0;
+    return TRY_OK;
 }
 
 static int compile_tcc(const char *source, ch_jit *j, ch_error *err)
 {
-    const char *what;
-    if (tcc_try(source, j, 1, &what) == 0) return 0;
+    tcc_stage bad = tcc_try(source, j, 1);
     /* what it could not link with the host's functions alone */
-    if (strcmp(what, "linking failed") == 0 && tcc_try(source, j, 0, &what) == 0) return 0;
-    return ch_error_set(err, strcmp(what, "out of memory") ? CH_ERR_MODEL : CH_ERR_MEMORY, NULL, 0,
-                        0, "tcc: %s%s%s", what, j->log.len ? ": " : "", j->log.text);
+    if (bad == TRY_LINK) bad = tcc_try(source, j, 0);
+    if (!bad) return 0;
+    return ch_error_set(err, bad == TRY_NO_MEMORY ? CH_ERR_MEMORY : CH_ERR_MODEL, NULL, 0,
+                        0, "tcc: %s%s%s", stage_msg[bad], j->log.len ? ": " : "",
+                        j->log.text);
 }
 
 /* ---- system cc + dlopen ---------------------------------------------- */
