@@ -97,6 +97,15 @@ static void test_inline(void)
     check_text("coordinates a b c\nparameters m=1\n"
                "lagrangian exp(t)*a'^2/2 + (2 + cos(a - c))*b'^2/2 "
                "+ sin(a)*cos(b)*a'*c' + (3 + b^2)*c'^2/2 + a*b'*c + t*c'\n", 1);
+    /* the 2-trailer of bench/gen_trailer.py: E_i with x, y and angles */
+    check_text("coordinates x y th0 th1 th2\nparameters m=1 J=0.1 d=1\n"
+               "define x1 = x - d*cos(th1)\ndefine y1 = y - d*sin(th1)\n"
+               "define x2 = x1 - d*cos(th2)\ndefine y2 = y1 - d*sin(th2)\n"
+               "lagrangian m/2*(x'^2 + y'^2) + J/2*th0'^2 + m/2*(x1'^2 + y1'^2) "
+               "+ J/2*th1'^2 + m/2*(x2'^2 + y2'^2) + J/2*th2'^2\n"
+               "constraint -sin(th0)*x' + cos(th0)*y' = 0\n"
+               "constraint -sin(th1)*x1' + cos(th1)*y1' = 0\n"
+               "constraint -sin(th2)*x2' + cos(th2)*y2' = 0\n", 1);
     /* not quadratic: a square root and abs of velocities */
     check_text("coordinates x\nparameters m=1\n"
                "lagrangian -m*sqrt(1 - x'^2)\n", 0);
