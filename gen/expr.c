@@ -377,9 +377,10 @@ static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
 static uint64_t node_hash(const ch_expr *e)
 {
     uint64_t h = hash_head(e->kind, e->fun, e->n, e->num);
-    if (e->sym) h = h * 1000003 ^ mix64(e->sym->sid + 1);
-    for (int i = 0; i < 2; i++)
-        if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
+    if (e->kind == CH_SYM) h = h * 1000003 ^ mix64(e->sym->sid + 1);
+    if (e->kind == CH_FUN || e->kind == CH_POW)
+        for (int i = 0; i < 2; i++)
+            if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
     return h;
 }
 
@@ -397,7 +398,7 @@ static int pairs_equal(const ch_expr *a, int kind, const fmpq_t num, size_t n,
 static int node_equal(const ch_expr *a, const ch_expr *b)
 {
     return a->hash == b->hash && a->kind == b->kind && a->fun == b->fun && a->n == b->n
-           && a->sym == b->sym && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1]
+           && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1] /* or sym */
            && fmpq_equal(a->num, b->num);
 }
 
@@ -582,7 +583,7 @@ static int subset(const ch_symset *a, const ch_symset *b)
  * of symbols), which are taken as they are, without a lookup. */
 static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c)
 {
-    if (c->sym) {
+    if (c->kind == CH_SYM) {
         ch_symword w = {c->sym->sid / 64, 1ULL << (c->sym->sid % 64)};
         return set_intern(ctx, 1, &w);
     }

@@ -136,8 +136,10 @@ struct ch_expr {
     const ch_symset *symset; /* every symbol below (see ch_symset) */
     const fmpq *num;   /* NUM: value; ADD: constant; MUL: coefficient; else 0
                         * (the context's one copy of the value, as a pair's) */
-    const ch_sym *sym; /* SYM */
-    const ch_expr *arg[2]; /* FUN arguments, POW base and exponent */
+    union {            /* by kind, never both: 8 bytes a node */
+        const ch_sym *sym;     /* SYM */
+        const ch_expr *arg[2]; /* FUN arguments, POW base and exponent */
+    };
     ch_pair pair[];    /* ADD terms, MUL factors */
 };
 
