@@ -41,26 +41,38 @@ static void drain(const writer *w)
  * with shared temporaries instead. The note gives no size of the DAG:
  * counting it walks the whole DAG of every such entry, and on the
  * n-trailer those walks grew as N^3 (the 200-trailer's text derive spent
- * half its time on them). */
+ * half its time on them). A model of n coordinates may print
+ * PRINT_PER_N2 n^2 nodes an entry when that is more: L and E of the
+ * n-trailer are sums over pairs of bodies (the 200-trailer's: 240 000 and
+ * 400 000 nodes), while the entries refused grow exponentially (alpha of
+ * the n-trailer doubles per axle). */
 #define PRINT_MAX_TREE 200000
+#define PRINT_PER_N2 16
 
-static int printable(const ch_expr *e)
+static size_t print_cap(const writer *w)
 {
-    return ch_tree_size(e, PRINT_MAX_TREE + 1) <= PRINT_MAX_TREE;
+    size_t n = w->d->model->n;
+    return n * n > PRINT_MAX_TREE / PRINT_PER_N2 ? PRINT_PER_N2 * n * n : PRINT_MAX_TREE;
+}
+
+static int printable(const writer *w, const ch_expr *e)
+{
+    size_t cap = print_cap(w);
+    return ch_tree_size(e, cap + 1) <= cap;
 }
 
 static void put_expr(const writer *w, const ch_expr *e, ch_style style)
 {
     ch_buf *o = w->out;
-    if (printable(e)) {
+    if (printable(w, e)) {
         ch_printer_put(w->pr, o, e);
         drain(w);
         return;
     }
     const char *fmt = style == CH_STYLE_LATEX
-                          ? "\\text{(too large to print: over %d terms written out; see emit)}"
-                          : "(too large to print: over %d terms written out; see emit)";
-    ch_buf_printf(o, fmt, PRINT_MAX_TREE);
+                          ? "\\text{(too large to print: over %zu terms written out; see emit)}"
+                          : "(too large to print: over %zu terms written out; see emit)";
+    ch_buf_printf(o, fmt, print_cap(w));
 }
 
 static const char *verdict_word(int v)
@@ -371,7 +383,7 @@ static void py_string(ch_buf *o, const char *s)
 static void py_expr(const writer *w, const ch_expr *e)
 {
     ch_buf *o = w->out;
-    if (!printable(e)) {
+    if (!printable(w, e)) {
         ch_buf_put(o, "None");
         return;
     }
@@ -386,7 +398,7 @@ static void py_expr(const writer *w, const ch_expr *e)
 static void json_expr(const writer *w, const ch_expr *e)
 {
     ch_buf *o = w->out;
-    if (!printable(e)) {
+    if (!printable(w, e)) {
         ch_buf_put(o, "null");
         return;
     }
