@@ -220,6 +220,26 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
     return 0;
 }
 
+/* The deferred E-L terms derived now; past the node limit the entry is
+ * null with the reason (the display does not fail the command). -1 when
+ * out of memory. */
+static int euler_lagrange(ch_derivation *d, ch_entry *e)
+{
+    e->deferred = 0;
+    if (ch_lagrange_euler(d->ctx, d->model, &d->lag) == 0) {
+        e->e = d->lag.EL;
+        return 0;
+    }
+    if (ch_ctx_error(d->ctx)->code == CH_ERR_MEMORY) return -1;
+    char why[sizeof ch_ctx_error(d->ctx)->msg + 32];
+    snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(d->ctx)->msg);
+    ch_ctx_clear_error(d->ctx);
+    e->kind = CH_ENTRY_NULL;
+    e->tidy = 0;
+    e->note = ch_ctx_strdup(d->ctx, why);
+    return e->note ? 0 : -1;
+}
+
 /* The deferred entry of the identity of 001 eq. 19: tested now. */
 static void test_identity(ch_derivation *d, ch_entry *e)
 {
@@ -280,7 +300,9 @@ int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
     for (size_t i = 0; i < d->n && !rc; i++) {
         ch_entry *e = &d->entry[i];
         if (!ch_derivation_selected(d, i, fmt, nonly, only)) continue;
-        if (e->deferred && strcmp(e->key, "multipliers") == 0)
+        if (e->deferred && strcmp(e->key, "euler_lagrange") == 0) {
+            if ((rc = euler_lagrange(d, e))) break;
+        } else if (e->deferred && strcmp(e->key, "multipliers") == 0)
             explicit_multipliers(d, e);
         else if (e->deferred)
             test_identity(d, e);
@@ -413,6 +435,7 @@ static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
     set_vec(entry(d, "momenta"), n, L->p, qn);
     set_mat(entry(d, "mass_matrix"), n, n, L->M, qn, qn);
     set_vec(entry(d, "euler_lagrange"), n, L->EL, qn);
+    entry(d, "euler_lagrange")->deferred = 1; /* E_i derived when shown */
     set_vec(entry(d, "forces"), n, L->Q, qn);
     entry(d, "forces")->tidy = 0;
     set_expr(entry(d, "energy"), &L->energy);
@@ -562,7 +585,7 @@ int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
         int has_exprs = e->kind == CH_ENTRY_EXPR || e->kind == CH_ENTRY_VECTOR
                      || e->kind == CH_ENTRY_MATRIX || e->kind == CH_ENTRY_OBJECT
                      || e->kind == CH_ENTRY_PH || e->kind == CH_ENTRY_DEGREES;
-        if (has_exprs && !e->e)
+        if (has_exprs && !e->e && !e->deferred)
             return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     }
     *out = d;

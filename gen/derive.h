@@ -47,7 +47,7 @@ typedef struct {
     int verdict;              /* CH_ENTRY_VERDICT: 1, 0, -1 (unknown) */
     int display_only;         /* text and LaTeX only: not a SPEC §3 key */
     int tidy;                 /* e (and e2) are as derived: ch_derivation_prepare */
-    int deferred;             /* a verdict ch_derivation_prepare computes */
+    int deferred;             /* computed by ch_derivation_prepare: a verdict, E_i */
 } ch_entry;
 
 typedef struct ch_derivation {

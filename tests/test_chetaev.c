@@ -294,6 +294,11 @@ static void check_sampler_points(const char *file, const char *text)
         done(&s);
         return;
     }
+    if (ch_lagrange_euler(s.ctx, s.m, &s.L)) {
+        CHECK_MSG(0, "%s: E_i: %s", file, ch_ctx_error(s.ctx)->msg);
+        done(&s);
+        return;
+    }
     size_t ns = ch_ctx_nsyms(s.ctx), n = s.mf.n, k = s.mf.k;
     const ch_expr **res = calloc(2 * n + 2 * k + 1, sizeof *res);
     size_t nr = 0;

@@ -36,7 +36,8 @@ static void check_model(ch_ctx *ctx, const char *name, ch_model *m, int want)
     ch_error err;
     ch_error_clear(&err);
     int rc = ch_lagrange_derive(ctx, m, &L, &err);
-    CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
+    if (!rc) rc = ch_lagrange_euler(ctx, m, &L);
+    CHECK_MSG(rc == 0, "%s: %s %s", name, err.msg, ch_ctx_error(ctx)->msg);
     if (rc) return;
     ch_collected c;
     rc = ch_collect_quadratic(ctx, m, &L, L.M, as_is, NULL, &c);

@@ -37,6 +37,10 @@ static void check_example(const char *name)
     rc = ch_lagrange_derive(ctx, m, &L, &err);
     CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
     if (rc) goto out;
+    CHECK(L.EL == NULL); /* made on demand */
+    rc = ch_lagrange_euler(ctx, m, &L);
+    CHECK_MSG(rc == 0, "%s: %s", name, ch_ctx_error(ctx)->msg);
+    if (rc) goto out;
     size_t n = m->n;
     const ch_expr **terms = calloc(n + 2, sizeof *terms);
     for (size_t i = 0; i < n; i++) {

@@ -60,8 +60,12 @@ static void check_identities(const char *name, ch_ctx *ctx, ch_derivation *d)
     const ch_model *m = d->model;
     ch_reduced *r = &d->red;
     const ch_manifold *mf = &d->mf;
-    const ch_lagrange *L = &d->lag;
+    ch_lagrange *L = &d->lag;
     size_t n = r->n, k = r->k, mm = r->m;
+    if (ch_lagrange_euler(ctx, m, L)) {
+        CHECK_MSG(0, "%s: E_i: %s", name, ch_ctx_error(ctx)->msg);
+        return;
+    }
     ch_reduce_test_identity(ctx, r);
     CHECK_MSG(r->E_identity_test.verdict == CH_ZERO_YES, "%s: E* identity", name);
     if (r->explicit_alpha)

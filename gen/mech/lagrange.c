@@ -56,11 +56,10 @@ static int derive_unconstrained(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     const ch_expr *Lg = m->lagrangian;
     L->p = ch_mat_new(ctx, n, 1);
     L->h = ch_mat_new(ctx, n, 1);
-    L->EL = ch_mat_new(ctx, n, 1);
     L->Q = ch_mat_new(ctx, n, 1);
     const ch_expr **terms = ch_mat_new(ctx, n + 1, 1);
     ch_diff_dir drift;
-    if (!L->p || !L->h || !L->EL || !L->Q || !terms) return -1;
+    if (!L->p || !L->h || !L->Q || !terms) return -1;
     for (size_t i = 0; i < n; i++) {
         L->p[i] = ch_diff(ctx, Lg, m->qt[i]);
         L->Q[i] = m->force[i];
@@ -71,13 +70,25 @@ static int derive_unconstrained(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
         /* h_i = d2L/dq_t_i dq_j q_t_j + d2L/dq_t_i dt - dL/dq_i */
         L->h[i] = ch_sub(ctx, ch_diff_dir_apply(ctx, &drift, L->p[i]),
                          ch_diff(ctx, Lg, m->q[i]));
-        L->EL[i] = ch_sub(ctx, ch_diff_t(ctx, L->p[i]), ch_diff(ctx, Lg, m->q[i]));
-        if (!L->h[i] || !L->EL[i]) return -1;
+        if (!L->h[i]) return -1;
     }
     for (size_t i = 0; i < n; i++) terms[i] = ch_mul(ctx, m->qt[i], L->p[i]);
     terms[n] = ch_neg(ctx, Lg);
     L->energy = ch_add_n(ctx, n + 1, terms);
     return L->energy ? 0 : -1;
+}
+
+int ch_lagrange_euler(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
+{
+    if (L->EL) return 0;
+    const ch_expr **EL = ch_mat_new(ctx, L->n, 1);
+    if (!EL) return -1;
+    for (size_t i = 0; i < L->n; i++)
+        if (!(EL[i] = ch_sub(ctx, ch_diff_t(ctx, L->p[i]),
+                             ch_diff(ctx, m->lagrangian, m->q[i]))))
+            return -1;
+    L->EL = EL;
+    return 0;
 }
 
 static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)

@@ -17,7 +17,8 @@ typedef struct ch_lagrange {
     const ch_expr **p;   /* n: momenta p_i = dL/dq_t_i (000 eq. 30) */
     const ch_expr **M;   /* n*n: mass matrix d2L/dq_t_i dq_t_j (000 eq. 31) */
     const ch_expr **h;   /* n: E_i = M_ij q_tt_j + h_i */
-    const ch_expr **EL;  /* n: E_i = d/dt p_i - dL/dq_i (000 eq. 27-29) */
+    const ch_expr **EL;  /* n: E_i = d/dt p_i - dL/dq_i (000 eq. 27-29);
+                          * NULL until ch_lagrange_euler */
     const ch_expr **Q;   /* n: generalized forces */
     const ch_expr *energy; /* E = q_t_i p_i - L (001 eq. 16) */
     const ch_expr **phi; /* k: constraints at velocity level */
@@ -25,10 +26,16 @@ typedef struct ch_lagrange {
     const ch_expr **c;   /* k: bias dphi/dt + q_t_j dphi/dq_j */
 } ch_lagrange;
 
-/* Derives all fields; returns 0, or nonzero with err filled (degenerate
+/* Derives all fields but EL; returns 0, or nonzero with err filled (degenerate
  * Lagrangian, inadmissible constraints, expression limits). */
 int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
                        ch_error *err);
+
+/* L->EL of L derived from m, unless made before: only the display and
+ * the tests read E_i (the equations of motion use M and h), and on the
+ * 200-trailer it is 4% of the nodes of `emit --form all`. 0, or -1 on a
+ * context error. */
+int ch_lagrange_euler(ch_ctx *ctx, const ch_model *m, ch_lagrange *L);
 
 /* The drift field V = d/dt + q_t_j d/dq_j of m into *v (partial
  * derivatives: velocities held fixed); 0, or -1 on a context error. */
