@@ -220,6 +220,16 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
     return 0;
 }
 
+/* The note of a display entry whose derivation failed: "not derived: "
+ * and the context's error, which is cleared; NULL when out of memory. */
+static const char *not_derived(ch_ctx *ctx)
+{
+    char why[sizeof ch_ctx_error(ctx)->msg + 32];
+    snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(ctx)->msg);
+    ch_ctx_clear_error(ctx);
+    return ch_ctx_strdup(ctx, why);
+}
+
 /* The deferred E-L terms derived now; past the node limit the entry is
  * null with the reason (the display does not fail the command). -1 when
  * out of memory. */
@@ -231,12 +241,9 @@ static int euler_lagrange(ch_derivation *d, ch_entry *e)
         return 0;
     }
     if (ch_ctx_error(d->ctx)->code == CH_ERR_MEMORY) return -1;
-    char why[sizeof ch_ctx_error(d->ctx)->msg + 32];
-    snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(d->ctx)->msg);
-    ch_ctx_clear_error(d->ctx);
     e->kind = CH_ENTRY_NULL;
     e->tidy = 0;
-    e->note = ch_ctx_strdup(d->ctx, why);
+    e->note = not_derived(d->ctx);
     return e->note ? 0 : -1;
 }
 
@@ -266,10 +273,7 @@ static void explicit_multipliers(ch_derivation *d, ch_entry *e)
     const ch_expr **lam;
     e->deferred = 0;
     if (ch_chetaev_explicit_lambda(d->ctx, &d->mf, &lam)) {
-        char why[sizeof ch_ctx_error(d->ctx)->msg + 32];
-        snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(d->ctx)->msg);
-        ch_ctx_clear_error(d->ctx);
-        const char *note = ch_ctx_strdup(d->ctx, why);
+        const char *note = not_derived(d->ctx);
         if (note) e->note = note;
         return;
     }
