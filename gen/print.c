@@ -63,11 +63,15 @@ typedef struct {
     int depth;
 } span;
 
-/* Memo payloads live in blocks freed together at the end of the call. */
+/* Memo payloads are cut from blocks freed together at the end of the
+ * call (a malloc each was 4% of printing the 200-trailer's derivation). */
 typedef struct memo_block {
     struct memo_block *next;
-    double align_; /* keeps the payload after the header double-aligned */
+    size_t used, size; /* bytes of the payload area */
+    double align_;     /* keeps the payload after the header double-aligned */
 } memo_block;
+
+#define MEMO_BLOCK (1u << 16)
 
 typedef struct {
     ch_buf *out;
@@ -83,6 +87,7 @@ typedef struct {
     size_t nspans, cap_spans;
     ch_map memo;          /* (id << 3 | slot) -> payload */
     memo_block *blocks;   /* owns the payloads */
+    const struct term_key *keys; /* of the sum get_order is sorting */
     fmpq_t one;
 } printer;
 
@@ -119,17 +124,26 @@ static uint64_t memo_key(const ch_expr *e, int slot)
     return ((uint64_t)e->id << 3) | (uint64_t)slot;
 }
 
-/* Payload storage owned by the call; NULL (and failed) on OOM. */
+/* Payload storage owned by the call, double-aligned; NULL (and failed)
+ * on OOM. */
 static void *memo_alloc(printer *pr, size_t size)
 {
-    memo_block *b = malloc(sizeof *b + size);
-    if (!b) {
-        fail(pr);
-        return NULL;
+    size = (size + sizeof(double) - 1) & ~(sizeof(double) - 1);
+    memo_block *b = pr->blocks;
+    if (!b || b->size - b->used < size) {
+        size_t cap = size > MEMO_BLOCK ? size : MEMO_BLOCK;
+        if (!(b = malloc(sizeof *b + cap))) {
+            fail(pr);
+            return NULL;
+        }
+        b->used = 0;
+        b->size = cap;
+        b->next = pr->blocks;
+        pr->blocks = b;
     }
-    b->next = pr->blocks;
-    pr->blocks = b;
-    return b + 1;
+    void *p = (char *)(b + 1) + b->used;
+    b->used += size;
+    return p;
 }
 
 static void memo_put(printer *pr, const ch_expr *e, int slot, void *val)
@@ -409,42 +423,56 @@ static double sym_degree(printer *pr, const ch_expr *e, ch_sym_kind kind)
     return d;
 }
 
+/* What term_cmp compares of a term: its degrees and its factors, found
+ * once per term of the sum being ordered instead of once per comparison
+ * (each is a memo lookup, and the sums of large models have thousands of
+ * terms). */
+typedef struct term_key {
+    double deg[2]; /* in accelerations, in velocities */
+    flist f;       /* factors in significance order */
+    int ok;        /* 0 when f failed: the term compares equal to any */
+} term_key;
+
+static const ch_sym_kind graded[2] = {CH_SYM_ACC, CH_SYM_VEL};
+
+static void term_key_init(printer *pr, term_key *k, const ch_expr *t)
+{
+    k->ok = flist_init(pr, &k->f, t, ORD_MUL_SIGNIF) == 0;
+    for (int g = 0; g < 2; g++) k->deg[g] = k->ok ? sym_degree(pr, t, graded[g]) : 0;
+}
+
 /* Negative: term a is displayed before term b. Degree in accelerations,
  * then in velocities (higher first), then lex over the exponent vectors
  * with bases in significance order (a larger exponent first; a missing
  * base counts as exponent 0). */
-static int term_cmp(printer *pr, const ch_expr *a, const ch_expr *b)
+static int term_cmp(printer *pr, const ch_expr *a, const term_key *ka,
+                    const ch_expr *b, const term_key *kb)
 {
-    flist fa, fb;
-    if (flist_init(pr, &fa, a, ORD_MUL_SIGNIF) ||
-        flist_init(pr, &fb, b, ORD_MUL_SIGNIF))
-        return 0;
-    static const ch_sym_kind graded[2] = {CH_SYM_ACC, CH_SYM_VEL};
-    for (int g = 0; g < 2; g++) {
-        double da = sym_degree(pr, a, graded[g]);
-        double db = sym_degree(pr, b, graded[g]);
-        if (da != db) return da > db ? -1 : 1;
-    }
+    if (!ka->ok || !kb->ok) return 0;
+    for (int g = 0; g < 2; g++)
+        if (ka->deg[g] != kb->deg[g]) return ka->deg[g] > kb->deg[g] ? -1 : 1;
+    const flist *fa = &ka->f, *fb = &kb->f;
     uint32_t i = 0, j = 0;
-    while (i < fa.n && j < fb.n) {
-        const ch_expr *ba = fl_base(&fa, i), *bb = fl_base(&fb, j);
+    while (i < fa->n && j < fb->n) {
+        const ch_expr *ba = fl_base(fa, i), *bb = fl_base(fb, j);
         int c = base_cmp(pr, ba, bb, rank_signif);
-        if (c < 0) return fmpq_sgn(fl_exp(pr, &fa, i)) > 0 ? -1 : 1;
-        if (c > 0) return fmpq_sgn(fl_exp(pr, &fb, j)) > 0 ? 1 : -1;
-        c = fmpq_cmp(fl_exp(pr, &fa, i), fl_exp(pr, &fb, j));
+        if (c < 0) return fmpq_sgn(fl_exp(pr, fa, i)) > 0 ? -1 : 1;
+        if (c > 0) return fmpq_sgn(fl_exp(pr, fb, j)) > 0 ? 1 : -1;
+        c = fmpq_cmp(fl_exp(pr, fa, i), fl_exp(pr, fb, j));
         if (c) return c > 0 ? -1 : 1;
         i++;
         j++;
     }
-    if (i < fa.n) return fmpq_sgn(fl_exp(pr, &fa, i)) > 0 ? -1 : 1;
-    if (j < fb.n) return fmpq_sgn(fl_exp(pr, &fb, j)) > 0 ? 1 : -1;
+    if (i < fa->n) return fmpq_sgn(fl_exp(pr, fa, i)) > 0 ? -1 : 1;
+    if (j < fb->n) return fmpq_sgn(fl_exp(pr, fb, j)) > 0 ? 1 : -1;
     return struct_cmp(pr, a, b);
 }
 
+/* (pr->keys: the keys of e's terms, set by get_order) */
 static int cmp_add_terms(printer *pr, const ch_expr *e, uint32_t i,
                          uint32_t j)
 {
-    int r = term_cmp(pr, e->pair[i].e, e->pair[j].e);
+    int r = term_cmp(pr, e->pair[i].e, &pr->keys[i], e->pair[j].e, &pr->keys[j]);
     if (!r) r = sgn(fmpq_cmp(e->pair[i].c, e->pair[j].c));
     return r;
 }
@@ -486,10 +514,22 @@ static const uint32_t *get_order(printer *pr, const ch_expr *e, int which)
     uint32_t *perm = memo_alloc(pr, 2 * (size_t)e->n * sizeof *perm);
     if (!perm) return NULL;
     for (uint32_t k = 0; k < e->n; k++) perm[k] = k;
-    pair_cmp cmp = which == ORD_ADD_TERMS    ? cmp_add_terms
-                   : which == ORD_MUL_SIGNIF ? cmp_mul_signif
-                                             : cmp_mul_display;
-    sort_perm(pr, e, perm, perm + e->n, e->n, cmp);
+    if (which != ORD_ADD_TERMS) {
+        sort_perm(pr, e, perm, perm + e->n, e->n,
+                  which == ORD_MUL_SIGNIF ? cmp_mul_signif : cmp_mul_display);
+    } else { /* the comparisons order the terms of subexpressions: nested */
+        term_key small[4], *keys = e->n <= 4 ? small : malloc(e->n * sizeof *keys);
+        if (!keys) {
+            fail(pr);
+            return NULL;
+        }
+        for (uint32_t k = 0; k < e->n; k++) term_key_init(pr, &keys[k], e->pair[k].e);
+        const term_key *outer = pr->keys;
+        pr->keys = keys;
+        sort_perm(pr, e, perm, perm + e->n, e->n, cmp_add_terms);
+        pr->keys = outer;
+        if (keys != small) free(keys);
+    }
     memo_put(pr, e, which, perm);
     return perm;
 }
