@@ -78,6 +78,7 @@ typedef struct {
     char acc_note[384];       /* how kn_acc gets the accelerations (header) */
     const ch_expr **dyn_outs; /* kn_dyn's outputs (factored when cheaper) */
     const ch_expr **dyn_plain; /* the same values as derived */
+    int dyn_dist_halved;      /* distributing halved their DAG (factor_both) */
     size_t ndyn;
     ch_opcount alpha_ops;     /* of kn_alpha */
     int fused;                /* kn_acc's body also writes v_dep (no kn_vel in the rhs) */
@@ -241,11 +242,32 @@ static int every_form(const char *name)
            !strcmp(name, "integ");
 }
 
+/* The n values in (dag distinct nodes) with common factors out of their
+ * sums (ch_factor_sums), distributing over small sums first (*one) and
+ * not (*none): the latter only where the former did not halve the DAG.
+ * Where it did (kn_dyn of the n-trailer from 10 trailers on: 1 271
+ * nodes, distributed 613; of the 200-trailer 405 211, distributed
+ * 106 918, not 365 017 in 504 485 new nodes) the undistributed
+ * candidate never won, and making it was a tenth of `emit --form all`.
+ * Every caller factors this way, in this order: node ids order the sums,
+ * and a form's file must not depend on the forms emitted with it, which
+ * factor the same values before it (kn_dyn of the full form before
+ * kn_acc's of the reduced one without constraints). A NULL where the
+ * factoring failed (ch_factor_sums). */
+static void factor_both(emitter *e, size_t n, const ch_expr *const *in, size_t dag,
+                        const ch_expr ***none, const ch_expr ***one)
+{
+    *one = ch_factor_sums(e->ctx, n, in, CH_DIST_ONE);
+    *none = NULL;
+    if (!*one || 2 * ch_dag_size_many(n, *one, SIZE_MAX) > dag)
+        *none = ch_factor_sums(e->ctx, n, in, CH_DIST_NONE);
+}
+
 /* kn_NAME, from the outputs as they are or, for kn_dyn and kn_alpha,
- * with the common factors taken out of their sums
- * (ch_factor_sums, without and with distributing over small sums first:
- * the Coriolis terms of a chain, the bias of the n-trailer's constraints
- * become a few products of shared partial sums a row), whichever is
+ * with the common factors taken out of their sums (factor_both: with
+ * and without distributing over small sums first; the Coriolis terms of
+ * a chain, the bias of the n-trailer's constraints become a few products
+ * of shared partial sums a row), whichever is
  * cheapest by call_cost, the earlier on a tie (kn_dyn's outputs,
  * e->dyn_outs, are then those used). The candidates are built smallest
  * DAG first, and those that cannot win are not (KERNEL_PRUNE_RATIO). */
@@ -268,9 +290,16 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
      * kernel_build reports (the factoring would clear it) */
     for (size_t i = 0; rhs && i < nout; i++)
         if (!outs[i]) rhs = 0;
-    for (int dist = 0; rhs && dist < 2; dist++) /* the nodes in this order always */
-        cand[1 + dist] = ch_factor_sums(e->ctx, nout, outs, dist);
-    for (int i = 0; rhs && i < 3; i++) dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
+    if (rhs) {
+        dag[0] = ch_dag_size_many(nout, outs, SIZE_MAX);
+        const ch_expr **f[2];
+        factor_both(e, nout, outs, dag[0], &f[0], &f[1]);
+        if (dyn) e->dyn_dist_halved = f[1] && !f[0];
+        for (int i = 1; i < 3; i++) {
+            cand[i] = f[i - 1];
+            dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
+        }
+    }
     ch_cse_prog best, p;
     int have = -1;
     double best_cost = 0.0;
@@ -1278,8 +1307,7 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
  * call_cost of the reduced equations as they are and with common factors
- * out of the sums (ch_factor_sums, without and with distributing), each
- * alone (kn_vel computes alpha) or,
+ * out of the sums (factor_both), each alone (kn_vel computes alpha) or,
  * in the reduced form with explicit alpha and equations free of the
  * dependent velocities, with alpha as further outputs written into v
  * (*fused: no kn_vel in the rhs; alpha and the equations share sin, cos
@@ -1304,8 +1332,9 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     for (size_t i = 0; i < no; i++) all[i] = (*outs)[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[no + nu] = red->alpha[nu];
     if (with_alpha && ch_any_has_any_sym(no + k, all, k, vdep)) with_alpha = 0;
-    const ch_expr **fac = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, CH_DIST_NONE);
-    const ch_expr **fad = ch_factor_sums(e->ctx, no + (with_alpha ? k : 0), all, CH_DIST_ONE);
+    size_t nall = no + (with_alpha ? k : 0);
+    const ch_expr **fac, **fad;
+    factor_both(e, nall, all, ch_dag_size_many(nall, all, SIZE_MAX), &fac, &fad);
     /* candidates: (outputs, count, fused) */
     const ch_expr *const *cand[5] = {fac, fad, with_alpha ? all : NULL, with_alpha ? fac : NULL,
                                      with_alpha ? fad : NULL};
@@ -1461,7 +1490,8 @@ static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t
  * cos(th_i - th_j) written out and turn each row into a few products of
  * partial sums). The outputs are m*m + m + k: A, f, the pivots. The
  * cheapest by call_cost of those with common factors out of the sums
- * (each ch_dist, the values factored the same way first), with alpha in
+ * (each ch_dist, the values factored the same way first; not without
+ * distributing where that lost on kn_dyn), with alpha in
  * the program (fused_build) where alpha does not read v_dep, else alone
  * (kn_vel computes alpha). On the n-trailer this is the only candidate
  * whose operations grow as N: the numeric solve's values, G_d and M,
@@ -1510,8 +1540,13 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     int first = kn && nnz_m > kn->nb ? 3 : 0;
     size_t nin = nd + (with_alpha ? k : 0);
     const ch_expr **vals[3]; /* by ch_dist: the M b and the Kane candidates share them */
+    int built = 0;
     for (int c = first; c < 3 * (kn ? 2 : 1); c++) {
         int dist = c % 3, use_kane = c >= 3;
+        /* not without distributing where that lost on kn_dyn (factor_both):
+         * on the n-trailer (from 10 trailers on) it never won here either,
+         * and it was a seventh of the 200-trailer's `emit --form all` */
+        if (dist == CH_DIST_NONE && e->dyn_dist_halved) continue;
         /* from the factored values: their sums are simpler (G's entries
          * come with their common factors out of the derivation already,
          * lagrange.c; b's and alpha's do not) */
@@ -1524,7 +1559,8 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
-        if (rc == 1 && c == first) return 1; /* G_d is not triangular */
+        if (rc == 1 && !built) return 1; /* G_d is not triangular */
+        built = 1;
         const ch_expr **fac = rc ? NULL : ch_factor_sums(e->ctx, no + (lin ? k : 0), o, dist);
         if (!fac) continue;
         ch_cse_prog p;
