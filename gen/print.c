@@ -64,7 +64,7 @@ typedef struct {
 } span;
 
 /* Memo payloads are cut from blocks freed together at the end of the
- * call (a malloc each was 4% of printing the 200-trailer's derivation). */
+ * call (not a malloc each: there is one per sum and per degree). */
 typedef struct memo_block {
     struct memo_block *next;
     size_t used, size; /* bytes of the payload area */
@@ -517,7 +517,7 @@ static const uint32_t *get_order(printer *pr, const ch_expr *e, int which)
     if (which != ORD_ADD_TERMS) {
         sort_perm(pr, e, perm, perm + e->n, e->n,
                   which == ORD_MUL_SIGNIF ? cmp_mul_signif : cmp_mul_display);
-    } else { /* the comparisons order the terms of subexpressions: nested */
+    } else { /* (a comparison may order a sum inside a term: nested calls) */
         term_key small[4], *keys = e->n <= 4 ? small : malloc(e->n * sizeof *keys);
         if (!keys) {
             fail(pr);
