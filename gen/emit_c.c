@@ -1547,6 +1547,12 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
          * on the n-trailer (from 10 trailers on) it never won here either,
          * and it was a seventh of the 200-trailer's `emit --form all` */
         if (dist == CH_DIST_NONE && e->dyn_dist_halved) continue;
+        /* nor the Kane form's distributed over the oldest small sum: it
+         * never beat the one distributed over the only small sum (ties on
+         * the examples, 4 to 20 operations more on the n-trailer from 1 to
+         * 100 trailers), and it was 14% of the 100-trailer's `emit --form
+         * all` instructions */
+        if (dist == CH_DIST_OLDEST && use_kane) continue;
         /* from the factored values: their sums are simpler (G's entries
          * come with their common factors out of the derivation already,
          * lagrange.c; b's and alpha's do not) */
