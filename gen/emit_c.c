@@ -1491,7 +1491,8 @@ static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t
  * partial sums). The outputs are m*m + m + k: A, f, the pivots. The
  * cheapest by call_cost of those with common factors out of the sums
  * (each ch_dist, the values factored the same way first; not without
- * distributing where that lost on kn_dyn), with alpha in
+ * distributing where that lost on kn_dyn, and the Kane form's not over
+ * the oldest small sum), with alpha in
  * the program (fused_build) where alpha does not read v_dep, else alone
  * (kn_vel computes alpha). On the n-trailer this is the only candidate
  * whose operations grow as N: the numeric solve's values, G_d and M,
