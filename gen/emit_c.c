@@ -253,14 +253,16 @@ static int every_form(const char *name)
  * and a form's file must not depend on the forms emitted with it, which
  * factor the same values before it (kn_dyn of the full form before
  * kn_acc's of the reduced one without constraints). A NULL where the
- * factoring failed (ch_factor_sums). */
-static void factor_both(emitter *e, size_t n, const ch_expr *const *in, size_t dag,
-                        const ch_expr ***none, const ch_expr ***one)
+ * factoring failed (ch_factor_sums). Returns the distinct nodes of *one
+ * (0 when NULL). */
+static size_t factor_both(emitter *e, size_t n, const ch_expr *const *in, size_t dag,
+                          const ch_expr ***none, const ch_expr ***one)
 {
     *one = ch_factor_sums(e->ctx, n, in, CH_DIST_ONE);
+    size_t dag_one = *one ? ch_dag_size_many(n, *one, SIZE_MAX) : 0;
     *none = NULL;
-    if (!*one || 2 * ch_dag_size_many(n, *one, SIZE_MAX) > dag)
-        *none = ch_factor_sums(e->ctx, n, in, CH_DIST_NONE);
+    if (!*one || 2 * dag_one > dag) *none = ch_factor_sums(e->ctx, n, in, CH_DIST_NONE);
+    return dag_one;
 }
 
 /* kn_NAME, from the outputs as they are or, for kn_dyn and kn_alpha,
@@ -292,13 +294,11 @@ static void kernel(emitter *e, const char *name, size_t nout, const ch_expr *con
         if (!outs[i]) rhs = 0;
     if (rhs) {
         dag[0] = ch_dag_size_many(nout, outs, SIZE_MAX);
-        const ch_expr **f[2];
-        factor_both(e, nout, outs, dag[0], &f[0], &f[1]);
-        if (dyn) e->dyn_dist_halved = f[1] && !f[0];
-        for (int i = 1; i < 3; i++) {
-            cand[i] = f[i - 1];
-            dag[i] = cand[i] ? ch_dag_size_many(nout, cand[i], SIZE_MAX) : 0;
-        }
+        const ch_expr **none, **one;
+        dag[2] = factor_both(e, nout, outs, dag[0], &none, &one);
+        dag[1] = none ? ch_dag_size_many(nout, none, SIZE_MAX) : 0;
+        cand[1] = none, cand[2] = one;
+        if (dyn) e->dyn_dist_halved = one && !none;
     }
     ch_cse_prog best, p;
     int have = -1;
