@@ -107,9 +107,43 @@ typedef struct {
     ch_symword w[];
 } ch_symset;
 
+/* The index of the lowest set bit of x != 0 (a de Bruijn sequence). */
+static inline unsigned ch_lowest_bit(uint64_t x)
+{
+    static const unsigned char pos[64] = {
+        0,  1,  48, 2,  57, 49, 28, 3,  61, 58, 50, 42, 38, 29, 17, 4,
+        62, 55, 59, 36, 53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5,
+        63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11,
+        46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9,  13, 8,  7,  6};
+    return pos[((x & (~x + 1)) * 0x03f79d71b4cb0a89ULL) >> 58];
+}
+
+/* The first of a's words from `from` on whose number is at least at
+ * (a->n when none), by bisection: the sets of a large model's nodes have
+ * dozens of words, and the sets they are tested against often one. */
+static inline size_t ch_symset_seek(const ch_symset *a, size_t from, uint64_t at)
+{
+    size_t hi = a->n;
+    while (from < hi) {
+        size_t mid = from + (hi - from) / 2;
+        if (a->w[mid].at < at) from = mid + 1;
+        else hi = mid;
+    }
+    return from;
+}
+
 static inline int ch_symset_meets(const ch_symset *a, const ch_symset *b)
 {
-    size_t i = 0, j = 0;
+    if (a->n > b->n) {
+        const ch_symset *t = a;
+        a = b;
+        b = t;
+    }
+    if (a->n == 1) { /* (one symbol, mostly) sought in the larger set */
+        size_t j = ch_symset_seek(b, 0, a->w[0].at);
+        return j < b->n && b->w[j].at == a->w[0].at && (b->w[j].bits & a->w[0].bits);
+    }
+    size_t i = 0, j = 0; /* else merged: bisecting for each word costs more */
     while (i < a->n && j < b->n) {
         if (a->w[i].at < b->w[j].at) i++;
         else if (a->w[i].at > b->w[j].at) j++;
@@ -121,9 +155,8 @@ static inline int ch_symset_meets(const ch_symset *a, const ch_symset *b)
 
 static inline int ch_symset_has(const ch_symset *a, uint32_t sid)
 {
-    for (size_t i = 0; i < a->n && a->w[i].at <= sid / 64; i++)
-        if (a->w[i].at == sid / 64) return (int)(a->w[i].bits >> (sid % 64) & 1);
-    return 0;
+    size_t i = ch_symset_seek(a, 0, sid / 64);
+    return i < a->n && a->w[i].at == sid / 64 && (a->w[i].bits >> (sid % 64) & 1);
 }
 
 struct ch_expr {

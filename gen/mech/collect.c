@@ -46,17 +46,6 @@ typedef struct {
     uint64_t *m_keys, *b_rows;
 } work;
 
-/* The index of the lowest set bit of x != 0 (a de Bruijn sequence). */
-static unsigned lowest_bit(uint64_t x)
-{
-    static const unsigned char pos[64] = {
-        0,  1,  48, 2,  57, 49, 28, 3,  61, 58, 50, 42, 38, 29, 17, 4,
-        62, 55, 59, 36, 53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5,
-        63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11,
-        46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9,  13, 8,  7,  6};
-    return pos[((x & (~x + 1)) * 0x03f79d71b4cb0a89ULL) >> 58];
-}
-
 /* The coordinates q_a (a < n) and t (a == n) in e, into w->found. */
 static size_t coords_of(const work *w, const ch_expr *e)
 {
@@ -64,7 +53,7 @@ static size_t coords_of(const work *w, const ch_expr *e)
     const ch_symset *s = e->symset;
     for (size_t i = 0; i < s->n; i++)
         for (uint64_t bits = s->w[i].bits; bits; bits &= bits - 1) {
-            size_t sid = 64 * (size_t)s->w[i].at + lowest_bit(bits);
+            size_t sid = 64 * (size_t)s->w[i].at + ch_lowest_bit(bits);
             int a = sid < w->nsyms ? w->coord[sid] : -1;
             if (a >= 0) w->found[len++] = (size_t)a;
         }
