@@ -5,14 +5,16 @@
 usage: compare.py BUILDDIR [--quick] [--sympy-cap N] [--timeout S]
                   [--gcc-max-kb K]
 
-Prints two Markdown tables:
+Prints three Markdown tables:
   1. per model (knife_edge, 1-, 10-, 24-, 50-trailer, 20-link pendulum;
      --quick: knife_edge, 1-trailer) and quantity, the
      chetaev figure, SymPy's with KanesMethod and with LagrangesMethod,
      and the ratio SymPy's better / chetaev;
   2. growth on the n-trailer, N = 1 2 5 10 20 50 100 200 (--quick: 1 2),
      with the log-log slope of each column fitted over the measured N >= 5
-     (--quick: all measured N).
+     (--quick: all measured N);
+  3. the host's time per random memory load against the memory touched
+     (BUILDDIR/memlat, bench/memlat.c; --quick: 8 and 32 MB).
 Times are CPU seconds (user + system) of the measured process, read with
 wait4: on the shared 2-core machine they are much steadier than wall
 time, and every stage here is single-threaded. Each chetaev process and
@@ -102,6 +104,7 @@ def keyvals(text):
 class Bench:
     def __init__(self, build, quick, cap, timeout, gcc_max_kb):
         self.bin = os.path.join(build, "chetaev")
+        self.build = build
         self.derive_time = os.path.join(build, "derive_time")
         self.quick, self.cap, self.timeout = quick, cap, timeout
         self.gcc_max = gcc_max_kb * 1024
@@ -394,6 +397,7 @@ GROWTH = [  # label, source, key, unit
     ("chetaev derive [s]", "ch", "derive", "s"),
     ("chetaev derive in process [s]", "ch", "derive_in", ""),
     ("chetaev emit all [s]", "ch", "emit", "s"),
+    ("chetaev emit all peak RSS [MB]", "ch", "rss", "int"),
     ("chetaev ops (reduced)", "ch", "ops", "int"),
     ("chetaev ns gcc -O2", "ch", "gcc_ns", ""),
     ("chetaev ns tcc", "ch", "tcc_ns", ""),
@@ -423,6 +427,23 @@ def growth_table(b, ns, fit_from):
         slope([p for p in cols[g[0]] if p[0] >= fit_from]) for g in GROWTH) + " |")
 
 
+def latency_table(b, sizes):
+    """The host's time per random load against the memory touched
+    (bench/memlat.c): chetaev's hash tables are probed at random places,
+    so where this rises between the peak RSS of one N and the next, CPU
+    time grows faster than the work (bench/icount.sh counts the work)."""
+    r = run([os.path.join(b.build, "memlat")] + [str(s) for s in sizes], b.timeout)
+    kv = {}
+    for line in r["out"].splitlines():  # "mb=8 ns=129.9"
+        f = dict(x.split("=", 1) for x in line.split() if "=" in x)
+        if "mb" in f and "ns" in f:
+            kv[f["mb"]] = f["ns"]
+    print("| memory touched [MB] | " + " | ".join(str(s) for s in sizes) + " |")
+    print("|---" * (len(sizes) + 1) + "|")
+    print("| ns per dependent random load | "
+          + " | ".join(kv.get(str(s), "error") for s in sizes) + " |")
+
+
 def main(argv):
     opts = {"--sympy-cap": None, "--timeout": "120", "--gcc-max-kb": "1000"}
     quick, pos, i = False, [], 0
@@ -450,6 +471,8 @@ def main(argv):
         main_table(b, models)
         print()
         growth_table(b, ns, fit_from)
+        print()
+        latency_table(b, [8, 32] if quick else [8, 32, 128, 512])
     finally:
         shutil.rmtree(b.tmp, ignore_errors=True)
 

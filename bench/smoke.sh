@@ -1,6 +1,6 @@
 #!/bin/sh
 # Smoke test of bench/run.sh --quick (registered in tests/meson.build as
-# bench_quick): the script runs, prints both tables with a row for every
+# bench_quick): the script runs, prints its three tables with a row for every
 # quantity, every chetaev stage finished, SymPy ran, and the SymPy kernels
 # agree with chetaev's emitted full form (and the hand-written kernels
 # with the reduced form) to 1e-9. No timing is asserted: the machine is
@@ -30,7 +30,10 @@ for m in knife_edge trailer1; do
         END { exit !(n == 1 && !bad) }' || fail "$m: kernels disagree or no comparison"
 done
 for n in 1 2; do
-    grep "^| $n | " "$out" | awk -F'|' '{ for (i = 3; i <= 7; i++) if ($i !~ /^ [0-9]/) bad = 1; n++ }
+    grep "^| $n | " "$out" | awk -F'|' '{ for (i = 3; i <= 8; i++) if ($i !~ /^ [0-9]/) bad = 1; n++ }
         END { exit !(n == 1 && !bad) }' || fail "growth row N=$n incomplete"
 done
+grep '^| ns per dependent random load | ' "$out" | awk -F'|' '
+    { for (i = 3; i <= 4; i++) if ($i !~ /^ [0-9][0-9.]* $/) bad = 1; n++ }
+    END { exit !(n == 1 && !bad) }' || fail "memory latency row missing or not numeric"
 echo "bench_quick: ok"
