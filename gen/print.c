@@ -42,15 +42,23 @@ enum { P_ANY = 0, P_SUM = 1, P_PROD = 2, P_NEG = 3, P_POW = 4, P_ATOM = 5 };
 
 #define STYLE_C 3 /* beside the ch_style values */
 
-/* Per-call memo slots: key (node id << 3 | slot). */
+/* The orders a node's pairs are cached in (note.order). */
 enum {
     ORD_MUL_DISPLAY = 0, /* permutation of a MUL's factors for display */
     ORD_ADD_TERMS = 1,   /* permutation of an ADD's terms for display */
-    ORD_MUL_SIGNIF = 2,  /* permutation of a MUL's factors by significance */
-    MEMO_CONST_LIKE = 3, /* is_constant_like */
-    MEMO_DEG_ACC = 4,    /* degree in accelerations */
-    MEMO_DEG_VEL = 5     /* degree in velocities */
+    ORD_MUL_SIGNIF = 2   /* permutation of a MUL's factors by significance */
 };
+
+/* What the printer has found out about one node, kept for every call:
+ * its pair orders, whether it is constant-like, its degrees in
+ * accelerations and velocities (known: NOTE_* bits). */
+enum { NOTE_CONST = 1, NOTE_CONST_YES = 2, NOTE_DEG = 4 /* << 0 acc, << 1 vel */ };
+
+typedef struct {
+    const uint32_t *order[3];
+    double deg[2];
+    unsigned known;
+} note;
 
 /* Text already written by this call for one (node, precedence): derived
  * quantities are DAGs printed as trees, so a shared subexpression is
@@ -63,15 +71,15 @@ typedef struct {
     int depth;
 } span;
 
-/* Memo payloads are cut from blocks freed together at the end of the
- * call (not a malloc each: there is one per sum and per degree). */
-typedef struct memo_block {
-    struct memo_block *next;
+/* The notes' permutations are cut from blocks freed together with the
+ * printer (not a malloc each: there is one per sum and product). */
+typedef struct perm_block {
+    struct perm_block *next;
     size_t used, size; /* bytes of the payload area */
     double align_;     /* keeps the payload after the header double-aligned */
-} memo_block;
+} perm_block;
 
-#define MEMO_BLOCK (1u << 16)
+#define PERM_BLOCK (1u << 16)
 
 typedef struct {
     ch_buf *out;
@@ -85,8 +93,16 @@ typedef struct {
     ch_map spans_at;      /* (id << 3 | need) -> index + 1 into spans */
     span *spans;
     size_t nspans, cap_spans;
-    ch_map memo;          /* (id << 3 | slot) -> payload */
-    memo_block *blocks;   /* owns the payloads */
+    /* The notes, by node id: note_at[id] is 1 + the index in notes, 0
+     * for none. An array by id, not a hash map: the nodes printed
+     * together were mostly made together, so their entries share cache
+     * lines and pages, where a hash map's probes land at random (the
+     * 200-trailer's map was 64 MB, a cache miss each). */
+    uint32_t *note_at;
+    size_t nnote_at;
+    note *notes;
+    size_t nnotes, cap_notes;
+    perm_block *blocks;   /* owns the permutations */
     const struct term_key *keys; /* of the sum get_order is sorting */
     fmpq_t one;
 } printer;
@@ -96,7 +112,6 @@ static void printer_init(printer *pr, ch_buf *out, int style)
     memset(pr, 0, sizeof *pr);
     pr->out = out;
     pr->style = style;
-    ch_map_init(&pr->memo);
     ch_map_init(&pr->spans_at);
     fmpq_init(pr->one);
     fmpq_one(pr->one);
@@ -105,11 +120,12 @@ static void printer_init(printer *pr, ch_buf *out, int style)
 static void printer_clear(printer *pr)
 {
     while (pr->blocks) {
-        memo_block *b = pr->blocks;
+        perm_block *b = pr->blocks;
         pr->blocks = b->next;
         free(b);
     }
-    ch_map_free(&pr->memo);
+    free(pr->note_at);
+    free(pr->notes);
     ch_map_free(&pr->spans_at);
     free(pr->spans);
     fmpq_clear(pr->one);
@@ -119,19 +135,57 @@ static void put(printer *pr, const char *s) { ch_buf_put(pr->out, s); }
 
 static void fail(printer *pr) { pr->failed = 1; }
 
-static uint64_t memo_key(const ch_expr *e, int slot)
+/* e's note, or NULL when there is none yet. */
+static note *note_of(printer *pr, const ch_expr *e)
 {
-    return ((uint64_t)e->id << 3) | (uint64_t)slot;
+    uint32_t at = e->id < pr->nnote_at ? pr->note_at[e->id] : 0;
+    return at ? &pr->notes[at - 1] : NULL;
 }
 
-/* Payload storage owned by the call, double-aligned; NULL (and failed)
- * on OOM. */
-static void *memo_alloc(printer *pr, size_t size)
+/* e's note, made empty when there is none; NULL (and failed) on OOM.
+ * Valid until the next note_make: the notes may move. */
+static note *note_make(printer *pr, const ch_expr *e)
+{
+    note *n = note_of(pr, e);
+    if (n) return n;
+    if (e->id >= pr->nnote_at) {
+        /* (calloc, not realloc: a large zeroed block is fresh pages that
+         * cost nothing until an entry is written) */
+        size_t len = 2 * (size_t)e->id + 1024;
+        uint32_t *at = calloc(len, sizeof *at);
+        if (!at) {
+            fail(pr);
+            return NULL;
+        }
+        if (pr->nnote_at) memcpy(at, pr->note_at, pr->nnote_at * sizeof *at);
+        free(pr->note_at);
+        pr->note_at = at;
+        pr->nnote_at = len;
+    }
+    if (pr->nnotes == pr->cap_notes) {
+        size_t cap = pr->cap_notes ? 2 * pr->cap_notes : 1024;
+        note *ns = realloc(pr->notes, cap * sizeof *ns);
+        if (!ns) {
+            fail(pr);
+            return NULL;
+        }
+        pr->notes = ns;
+        pr->cap_notes = cap;
+    }
+    n = &pr->notes[pr->nnotes++];
+    memset(n, 0, sizeof *n);
+    pr->note_at[e->id] = (uint32_t)pr->nnotes;
+    return n;
+}
+
+/* Room for a permutation, owned by the printer; NULL (and failed) on
+ * OOM. */
+static void *perm_alloc(printer *pr, size_t size)
 {
     size = (size + sizeof(double) - 1) & ~(sizeof(double) - 1);
-    memo_block *b = pr->blocks;
+    perm_block *b = pr->blocks;
     if (!b || b->size - b->used < size) {
-        size_t cap = size > MEMO_BLOCK ? size : MEMO_BLOCK;
+        size_t cap = size > PERM_BLOCK ? size : PERM_BLOCK;
         if (!(b = malloc(sizeof *b + cap))) {
             fail(pr);
             return NULL;
@@ -144,11 +198,6 @@ static void *memo_alloc(printer *pr, size_t size)
     void *p = (char *)(b + 1) + b->used;
     b->used += size;
     return p;
-}
-
-static void memo_put(printer *pr, const ch_expr *e, int slot, void *val)
-{
-    if (ch_map_put(&pr->memo, memo_key(e, slot), val)) fail(pr);
 }
 
 /* ---- names of functions ------------------------------------------------ */
@@ -221,8 +270,8 @@ static int is_constant_like(printer *pr, const ch_expr *e)
     if (e->kind == CH_NUM) return 1;
     if (e->kind == CH_SYM)
         return e->sym->kind == CH_SYM_PARAM || e->sym->kind == CH_SYM_PI;
-    void *hit = ch_map_get(&pr->memo, memo_key(e, MEMO_CONST_LIKE));
-    if (hit) return hit == (void *)&pr->memo;
+    const note *known = note_of(pr, e);
+    if (known && (known->known & NOTE_CONST)) return (known->known & NOTE_CONST_YES) != 0;
     if (++pr->depth > PRINT_MAX_DEPTH) {
         fail(pr);
         pr->depth--;
@@ -237,9 +286,8 @@ static int is_constant_like(printer *pr, const ch_expr *e)
             constant = is_constant_like(pr, e->pair[k].e);
     }
     pr->depth--;
-    /* Two distinct non-NULL markers: any stable addresses will do. */
-    memo_put(pr, e, MEMO_CONST_LIKE,
-             constant ? (void *)&pr->memo : (void *)&pr->blocks);
+    note *n = note_make(pr, e);
+    if (n) n->known |= NOTE_CONST | (constant ? NOTE_CONST_YES : 0);
     return constant;
 }
 
@@ -396,9 +444,9 @@ static double sym_degree(printer *pr, const ch_expr *e, ch_sym_kind kind)
 {
     if (e->kind == CH_SYM) return e->sym->kind == kind;
     if (e->kind != CH_MUL && e->kind != CH_ADD) return 0;
-    int slot = kind == CH_SYM_ACC ? MEMO_DEG_ACC : MEMO_DEG_VEL;
-    const double *hit = ch_map_get(&pr->memo, memo_key(e, slot));
-    if (hit) return *hit;
+    int g = kind == CH_SYM_ACC ? 0 : 1;
+    const note *known = note_of(pr, e);
+    if (known && (known->known & NOTE_DEG << g)) return known->deg[g];
     if (++pr->depth > PRINT_MAX_DEPTH) {
         fail(pr);
         pr->depth--;
@@ -415,18 +463,18 @@ static double sym_degree(printer *pr, const ch_expr *e, ch_sym_kind kind)
     }
     pr->depth--;
     if (isnan(d)) d = 0; /* inf - inf from absurd exponents: keep the order total */
-    double *slotp = memo_alloc(pr, sizeof *slotp);
-    if (slotp) {
-        *slotp = d;
-        memo_put(pr, e, slot, slotp);
+    note *n = note_make(pr, e);
+    if (n) {
+        n->deg[g] = d;
+        n->known |= NOTE_DEG << g;
     }
     return d;
 }
 
 /* What term_cmp compares of a term: its degrees and its factors, found
  * once per term of the sum being ordered instead of once per comparison
- * (each is a memo lookup, and the sums of large models have thousands of
- * terms). */
+ * (each is a note lookup, and the sums of large models have thousands
+ * of terms). */
 typedef struct term_key {
     double deg[2]; /* in accelerations, in velocities */
     flist f;       /* factors in significance order */
@@ -509,9 +557,9 @@ static const uint32_t *get_order(printer *pr, const ch_expr *e, int which)
 {
     static const uint32_t single[1] = {0};
     if (e->n <= 1) return single;
-    void *hit = ch_map_get(&pr->memo, memo_key(e, which));
-    if (hit) return hit;
-    uint32_t *perm = memo_alloc(pr, 2 * (size_t)e->n * sizeof *perm);
+    const note *known = note_of(pr, e);
+    if (known && known->order[which]) return known->order[which];
+    uint32_t *perm = perm_alloc(pr, 2 * (size_t)e->n * sizeof *perm);
     if (!perm) return NULL;
     for (uint32_t k = 0; k < e->n; k++) perm[k] = k;
     if (which != ORD_ADD_TERMS) {
@@ -530,7 +578,9 @@ static const uint32_t *get_order(printer *pr, const ch_expr *e, int which)
         pr->keys = outer;
         if (keys != small) free(keys);
     }
-    memo_put(pr, e, which, perm);
+    note *n = note_make(pr, e);
+    if (!n) return NULL;
+    n->order[which] = perm;
     return perm;
 }
 
@@ -1210,7 +1260,7 @@ void ch_printer_free(ch_printer *p)
 void ch_printer_put(ch_printer *p, ch_buf *out, const ch_expr *e)
 {
     printer *pr = &p->pr;
-    /* The memo (term orders, degrees) holds for every call; the spans of
+    /* The notes (term orders, degrees) hold for every call; the spans of
      * repeated text are positions in this call's output. */
     pr->out = out;
     pr->failed = 0;
