@@ -433,7 +433,9 @@ def latency_table(b, sizes):
     so where this rises between the peak RSS of one N and the next, CPU
     time grows faster than the work (bench/icount.sh counts the work)."""
     memlat = os.path.join(b.build, "memlat")
-    out = run([memlat] + [str(s) for s in sizes], b.timeout)["out"] if os.path.exists(memlat) else ""
+    out = ""
+    if os.path.exists(memlat):
+        out = run([memlat] + [str(s) for s in sizes], b.timeout)["out"]
     kv = {}
     for line in out.splitlines():  # "mb=8 ns=129.9"
         f = dict(x.split("=", 1) for x in line.split() if "=" in x)
