@@ -76,7 +76,6 @@ typedef struct {
 typedef struct perm_block {
     struct perm_block *next;
     size_t used, size; /* bytes of the payload area */
-    double align_;     /* keeps the payload after the header double-aligned */
 } perm_block;
 
 #define PERM_BLOCK (1u << 16)
@@ -178,11 +177,11 @@ static note *note_make(printer *pr, const ch_expr *e)
     return n;
 }
 
-/* Room for a permutation, owned by the printer; NULL (and failed) on
- * OOM. */
-static void *perm_alloc(printer *pr, size_t size)
+/* Room for count indices of a permutation, owned by the printer; NULL
+ * (and failed) on OOM. */
+static uint32_t *perm_alloc(printer *pr, size_t count)
 {
-    size = (size + sizeof(double) - 1) & ~(sizeof(double) - 1);
+    size_t size = count * sizeof(uint32_t);
     perm_block *b = pr->blocks;
     if (!b || b->size - b->used < size) {
         size_t cap = size > PERM_BLOCK ? size : PERM_BLOCK;
@@ -195,7 +194,7 @@ static void *perm_alloc(printer *pr, size_t size)
         b->next = pr->blocks;
         pr->blocks = b;
     }
-    void *p = (char *)(b + 1) + b->used;
+    uint32_t *p = (uint32_t *)((char *)(b + 1) + b->used);
     b->used += size;
     return p;
 }
@@ -559,7 +558,7 @@ static const uint32_t *get_order(printer *pr, const ch_expr *e, int which)
     if (e->n <= 1) return single;
     const note *known = note_of(pr, e);
     if (known && known->order[which]) return known->order[which];
-    uint32_t *perm = perm_alloc(pr, 2 * (size_t)e->n * sizeof *perm);
+    uint32_t *perm = perm_alloc(pr, 2 * (size_t)e->n);
     if (!perm) return NULL;
     for (uint32_t k = 0; k < e->n; k++) perm[k] = k;
     if (which != ORD_ADD_TERMS) {
