@@ -433,18 +433,13 @@ def latency_table(b, sizes):
     so where this rises between the peak RSS of one N and the next, CPU
     time grows faster than the work (bench/icount.sh counts the work)."""
     memlat = os.path.join(b.build, "memlat")
-    out = ""
-    if os.path.exists(memlat):
-        out = run([memlat] + [str(s) for s in sizes], b.timeout)["out"]
     kv = {}
-    for line in out.splitlines():  # "mb=8 ns=129.9"
-        f = dict(x.split("=", 1) for x in line.split() if "=" in x)
-        if "mb" in f and "ns" in f:
-            kv[f["mb"]] = f["ns"]
+    if os.path.exists(memlat):  # "ns_8=129.9" a line
+        kv = keyvals(run([memlat] + [str(s) for s in sizes], b.timeout)["out"])
     print("| memory touched [MB] | " + " | ".join(str(s) for s in sizes) + " |")
     print("|---" * (len(sizes) + 1) + "|")
     print("| ns per dependent random load | "
-          + " | ".join(kv.get(str(s), "error") for s in sizes) + " |")
+          + " | ".join(kv.get(f"ns_{s}", "error") for s in sizes) + " |")
 
 
 def main(argv):

@@ -4,7 +4,7 @@
  * of a table that grows with the model.
  *
  * Usage: memlat [MB...]   (default 8 32 128 512)
- * Prints one line per size: "mb=S ns=T", T the mean time of a load that
+ * Prints one line per size: "ns_S=T", T the mean time of a load that
  * depends on the one before (a pointer chase through a random cycle over
  * every cache line of S megabytes, on memory allocated as chetaev
  * allocates its tables: mem.h, huge pages where the kernel grants them).
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "memlat: out of memory at %ld MB\n", mb);
             return 1;
         }
-        printf("mb=%ld ns=%.1f\n", mb, ns);
+        printf("ns_%ld=%.1f\n", mb, ns);
     }
     return 0;
 }
