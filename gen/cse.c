@@ -741,10 +741,10 @@ static uint32_t lower_fun(cse *s, const ch_expr *e)
     static const char *const cname[CH_F_COUNT] = {
         "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
         "sinh", "cosh", "tanh", "exp", "log", "fabs"};
-    uint32_t a = lower(s, e->arg[0]);
+    uint32_t a = lower(s, e->pair[0].e);
     if (s->failed) return 0;
     if (e->fun != CH_F_ATAN2) return mk_call(s, cname[e->fun], a, NONE);
-    uint32_t b = lower(s, e->arg[1]);
+    uint32_t b = lower(s, e->pair[1].e);
     if (s->failed) return 0;
     return mk_call(s, "atan2", a, b);
 }
@@ -758,12 +758,12 @@ static uint32_t lower(cse *s, const ch_expr *e)
     uint32_t v = 0;
     switch (e->kind) {
     case CH_NUM: v = mk_num(s, e->num); break;
-    case CH_SYM: v = lower_sym(s, e->sym); break;
+    case CH_SYM: v = lower_sym(s, ch_sym_of(e)); break;
     case CH_ADD: v = lower_add(s, e); break;
     case CH_MUL: v = lower_mul(s, e); break;
     case CH_FUN: v = lower_fun(s, e); break;
     case CH_POW: {
-        uint32_t a = lower(s, e->arg[0]), b = lower(s, e->arg[1]);
+        uint32_t a = lower(s, e->pair[0].e), b = lower(s, e->pair[1].e);
         if (s->failed) return 0;
         v = mk_call(s, "pow", a, b);
         break;
@@ -790,7 +790,7 @@ static uint32_t nkids(const ch_expr *e)
 
 static const ch_expr *kid(const ch_expr *e, uint32_t i)
 {
-    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
+    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->pair[i].e;
 }
 
 /* Numbers the nodes reachable from outs, children first, in the order of
@@ -2127,7 +2127,7 @@ static void tree_cost(const cse *s, const ch_expr *e, ch_opcount *memo, ch_opcou
     } else if (e->kind == CH_FUN || e->kind == CH_POW) {
         c->call = 1;
         for (uint32_t i = 0; i < nkids(e); i++)
-            count_add(c, &memo[s->lid[e->arg[i]->id] - 1], 1);
+            count_add(c, &memo[s->lid[e->pair[i].e->id] - 1], 1);
     }
 }
 
@@ -2213,8 +2213,8 @@ static int cache_key(const cse *s, size_t n, const ch_expr *const *outs, ch_buf 
     ch_buf_putn(k, s->indent, strlen(s->indent) + 1);
     for (uint32_t j = 0; j < s->npost; j++) {
         const ch_expr *e = s->post[j];
-        if (e->kind != CH_SYM || e->sym->kind == CH_SYM_PI) continue;
-        const char *t = s->namer(s->data, e->sym);
+        if (e->kind != CH_SYM || ch_sym_of(e)->kind == CH_SYM_PI) continue;
+        const char *t = s->namer(s->data, ch_sym_of(e));
         if (!t) return -1;
         ch_buf_putn(k, (const char *)&e->id, sizeof e->id);
         ch_buf_putn(k, t, strlen(t) + 1);

@@ -375,10 +375,10 @@ static int name_lists(ch_ctx *ctx, const ch_model *m, const char ***q,
     *con = ch_ctx_alloc(ctx, (m->k + 1) * sizeof **con);
     if (!*q || !*qt || !*par || !*con) return -1;
     for (size_t i = 0; i < m->n; i++) {
-        (*q)[i] = m->q[i]->sym->name;
-        (*qt)[i] = m->qt[i]->sym->name;
+        (*q)[i] = ch_sym_of(m->q[i])->name;
+        (*qt)[i] = ch_sym_of(m->qt[i])->name;
     }
-    for (size_t i = 0; i < m->np; i++) (*par)[i] = m->param[i]->sym->name;
+    for (size_t i = 0; i < m->np; i++) (*par)[i] = ch_sym_of(m->param[i])->name;
     for (size_t i = 0; i < m->k; i++) {
         char buf[32];
         snprintf(buf, sizeof buf, "%zu", i + 1);
@@ -410,7 +410,7 @@ static const char **pick_names(ch_ctx *ctx, const ch_model *m, size_t count,
 {
     const char **v = ch_ctx_alloc(ctx, (count + 1) * sizeof *v);
     for (size_t i = 0; v && i < count; i++)
-        v[i] = (velocity ? m->qt : m->q)[idx[i]]->sym->name;
+        v[i] = ch_sym_of((velocity ? m->qt : m->q)[idx[i]])->name;
     return v;
 }
 

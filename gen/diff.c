@@ -210,22 +210,22 @@ static const ch_expr *fun_prime(ch_ctx *ctx, ch_fun f, const ch_expr *u)
 static const ch_expr *fun_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (e->fun == CH_F_ATAN2) { /* d atan2(y, x) = (x dy - y dx)/(x^2+y^2) */
-        const ch_expr *y = e->arg[0], *xx = e->arg[1];
+        const ch_expr *y = e->pair[0].e, *xx = e->pair[1].e;
         const ch_expr *dy = deriv(ctx, y, x), *dx = deriv(ctx, xx, x);
         const ch_expr *numer = ch_sub(ctx, ch_mul(ctx, xx, dy), ch_mul(ctx, y, dx));
         const ch_expr *den = ch_add(ctx, ch_pow_si(ctx, xx, 2), ch_pow_si(ctx, y, 2));
         return ch_div(ctx, numer, den);
     }
-    const ch_expr *du = deriv(ctx, e->arg[0], x);
+    const ch_expr *du = deriv(ctx, e->pair[0].e, x);
     if (!du) return NULL;
     if (ch_is_zero(du)) return du;
-    return ch_mul(ctx, fun_prime(ctx, (ch_fun)e->fun, e->arg[0]), du);
+    return ch_mul(ctx, fun_prime(ctx, (ch_fun)e->fun, e->pair[0].e), du);
 }
 
 /* d(b^g) = b^g (g' log b + g b'/b) */
 static const ch_expr *pow_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
-    const ch_expr *b = e->arg[0], *g = e->arg[1];
+    const ch_expr *b = e->pair[0].e, *g = e->pair[1].e;
     const ch_expr *db = deriv(ctx, b, x), *dg = deriv(ctx, g, x);
     const ch_expr *t1 = ch_mul(ctx, dg, ch_fun1(ctx, CH_F_LOG, b));
     const ch_expr *t2 = ch_mul(ctx, ch_mul(ctx, g, db), ch_pow_si(ctx, b, -1));
@@ -238,14 +238,14 @@ static const ch_expr *sym_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     if (x->x) return e == x->x ? ch_one(ctx) : ch_zero(ctx);
     if (x->dir) {
-        const ch_expr *d = ch_map_get(x->dir, (uint64_t)e->sym->sid + 1);
+        const ch_expr *d = ch_map_get(x->dir, (uint64_t)ch_sym_of(e)->sid + 1);
         return d ? d : ch_zero(ctx);
     }
-    if (e->sym->dot) return e->sym->dot;
-    if (e->sym->kind == CH_SYM_ACC) {
+    if (ch_sym_of(e)->dot) return ch_sym_of(e)->dot;
+    if (ch_sym_of(e)->kind == CH_SYM_ACC) {
         ch_ctx_fail(ctx, CH_ERR_MATH,
                     "time derivative of the acceleration %s is not defined",
-                    e->sym->name);
+                    ch_sym_of(e)->name);
         return NULL;
     }
     return ch_zero(ctx);
@@ -705,7 +705,7 @@ int ch_diff_dir_init(ch_ctx *ctx, ch_diff_dir *v, size_t n,
         }
         if (ch_is_zero(dirs[i])) continue;
         if (!(v->set = ch_symset_union(ctx, v->set, syms[i]->symset))) return -1;
-        if (ch_map_put(v->dir, (uint64_t)syms[i]->sym->sid + 1, (void *)dirs[i])) {
+        if (ch_map_put(v->dir, (uint64_t)ch_sym_of(syms[i])->sid + 1, (void *)dirs[i])) {
             ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
             return -1;
         }

@@ -147,7 +147,7 @@ static int set_names(emitter *e)
 #define NAME(node, ...)                                                  \
     do {                                                                 \
         snprintf(buf, sizeof buf, __VA_ARGS__);                          \
-        e->symtext[(node)->sym->sid] = ch_ctx_strdup(e->ctx, buf);       \
+        e->symtext[ch_sym_of(node)->sid] = ch_ctx_strdup(e->ctx, buf);       \
     } while (0)
     NAME(e->m->t, "t");
     for (size_t i = 0; i < e->n; i++) {
@@ -1154,14 +1154,14 @@ static int locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
     memset(p, 0, sizeof *p);
     if (!saved || !names) return -1;
     for (size_t i = 0; i < nloc; i++) {
-        uint32_t sid = syms[i]->sym->sid;
+        uint32_t sid = ch_sym_of(syms[i])->sid;
         saved[i] = e->symtext[sid];
         e->symtext[sid] = names[i];
     }
     ch_error scratch;
     memset(&scratch, 0, sizeof scratch);
     int built = ch_cse_build(e->ctx, n, o, namer, e, "w", "    ", p, &scratch) == 0;
-    for (size_t i = 0; i < nloc; i++) e->symtext[syms[i]->sym->sid] = saved[i];
+    for (size_t i = 0; i < nloc; i++) e->symtext[ch_sym_of(syms[i])->sid] = saved[i];
     if (!built || !order_locals(e, p, nloc, names, by_calls)) {
         ch_cse_prog_free(p);
         return -1;
@@ -1947,7 +1947,7 @@ static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
     ch_buf_put(b, "\n");
 }
 
-static const char *sym_name(const ch_expr *s) { return s->sym->name; }
+static const char *sym_name(const ch_expr *s) { return ch_sym_of(s)->name; }
 
 static void put_tables(emitter *e, ch_buf *b)
 {

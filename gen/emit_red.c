@@ -855,7 +855,7 @@ static size_t square_of(const term *t, int f, const ch_expr *a)
 {
     for (size_t i = 0; i < t->nf; i++) {
         const ch_expr *b = t->f[i].base;
-        if (b->kind == CH_FUN && b->fun == f && b->n == 1 && (!a || b->arg[0] == a) &&
+        if (b->kind == CH_FUN && b->fun == f && b->n == 1 && (!a || b->pair[0].e == a) &&
             t->f[i].used == 0 && fmpz_is_one(fmpq_denref(t->f[i].exp)) &&
             fmpz_cmp_si(fmpq_numref(t->f[i].exp), 2) == 0)
             return i;
@@ -887,7 +887,7 @@ static size_t pythagoras(term *t, size_t nt)
     for (size_t i = 0; i < nt; i++) {
         size_t fi = square_of(&t[i], CH_F_COS, NULL);
         if (fi == t[i].nf) continue;
-        const ch_expr *a = t[i].f[fi].base->arg[0];
+        const ch_expr *a = t[i].f[fi].base->pair[0].e;
         for (size_t j = 0; j < nt; j++) {
             if (j == i) continue;
             size_t fj = square_of(&t[j], CH_F_SIN, a);
@@ -1056,16 +1056,16 @@ static const ch_expr *fz_expr(fz *z, const ch_expr *e)
         break;
     }
     case CH_POW: {
-        const ch_expr *b = fz_expr(z, e->arg[0]), *x = fz_expr(z, e->arg[1]);
+        const ch_expr *b = fz_expr(z, e->pair[0].e), *x = fz_expr(z, e->pair[1].e);
         r = b && x ? ch_pow(z->ctx, b, x) : NULL;
         break;
     }
     case CH_FUN: {
         if (e->n == 1) {
-            const ch_expr *a = fz_expr(z, e->arg[0]);
+            const ch_expr *a = fz_expr(z, e->pair[0].e);
             r = a ? ch_fun1(z->ctx, (ch_fun)e->fun, a) : NULL;
         } else if (e->n == 2 && e->fun == CH_F_ATAN2) {
-            const ch_expr *a = fz_expr(z, e->arg[0]), *b = fz_expr(z, e->arg[1]);
+            const ch_expr *a = fz_expr(z, e->pair[0].e), *b = fz_expr(z, e->pair[1].e);
             r = a && b ? ch_atan2(z->ctx, a, b) : NULL;
         } else {
             r = e;

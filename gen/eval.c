@@ -106,8 +106,8 @@ static double eval_d_node(dcache *c, const ch_expr *e)
     case CH_NUM:
         return q_to_d(e->num);
     case CH_SYM:
-        if (e->sym->kind == CH_SYM_PI) return CH_PI_D;
-        return c->symval ? c->symval[e->sym->sid] : NAN;
+        if (ch_sym_of(e)->kind == CH_SYM_PI) return CH_PI_D;
+        return c->symval ? c->symval[ch_sym_of(e)->sid] : NAN;
     case CH_ADD: {
         double s = q_to_d(e->num);
         for (uint32_t i = 0; i < e->n; i++) {
@@ -126,10 +126,10 @@ static double eval_d_node(dcache *c, const ch_expr *e)
         return p;
     }
     case CH_POW:
-        return pow(eval_d(c, e->arg[0]), eval_d(c, e->arg[1]));
+        return pow(eval_d(c, e->pair[0].e), eval_d(c, e->pair[1].e));
     case CH_FUN: {
-        double a = eval_d(c, e->arg[0]);
-        double b = e->fun == CH_F_ATAN2 ? eval_d(c, e->arg[1]) : 0.0;
+        double a = eval_d(c, e->pair[0].e);
+        double b = e->fun == CH_F_ATAN2 ? eval_d(c, e->pair[1].e) : 0.0;
         return fun_d((ch_fun)e->fun, a, b);
     }
     default:
@@ -349,8 +349,8 @@ static int eval_a_node(acache *c, arb_t res, const ch_expr *e)
         arb_set_fmpq(res, e->num, c->prec);
         break;
     case CH_SYM:
-        if (e->sym->kind == CH_SYM_PI) arb_const_pi(res, c->prec);
-        else if (c->symval) arb_set(res, c->symval + e->sym->sid);
+        if (ch_sym_of(e)->kind == CH_SYM_PI) arb_const_pi(res, c->prec);
+        else if (c->symval) arb_set(res, c->symval + ch_sym_of(e)->sid);
         else rc = A_UNDEF;
         break;
     case CH_ADD:
@@ -364,8 +364,8 @@ static int eval_a_node(acache *c, arb_t res, const ch_expr *e)
         arb_t a, b;
         arb_init(a);
         arb_init(b);
-        rc = eval_a(c, a, e->arg[0]);
-        if (!rc && e->arg[1]) rc = eval_a(c, b, e->arg[1]);
+        rc = eval_a(c, a, e->pair[0].e);
+        if (!rc && e->n == 2) rc = eval_a(c, b, e->pair[1].e);
         if (!rc)
             rc = e->kind == CH_POW ? pow_a(res, a, b, c->prec)
                                    : fun_a(res, (ch_fun)e->fun, a, b, c->prec);

@@ -377,10 +377,9 @@ static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
 static uint64_t node_hash(const ch_expr *e)
 {
     uint64_t h = hash_head(e->kind, e->fun, e->n, e->num);
-    if (e->kind == CH_SYM) h = h * 1000003 ^ mix64(e->sym->sid + 1);
+    if (e->kind == CH_SYM) h = h * 1000003 ^ mix64(ch_sym_of(e)->sid + 1);
     if (e->kind == CH_FUN || e->kind == CH_POW)
-        for (int i = 0; i < 2; i++)
-            if (e->arg[i]) h = h * 1000003 ^ mix64(e->arg[i]->id);
+        for (uint32_t i = 0; i < e->n; i++) h = h * 1000003 ^ mix64(e->pair[i].e->id);
     return h;
 }
 
@@ -394,25 +393,31 @@ static int pairs_equal(const ch_expr *a, int kind, const fmpq_t num, size_t n,
     return 1;
 }
 
-/* Whether a is b, a node without pairs. */
+/* The pairs of a node without coefficients: a symbol's one, a
+ * function's arguments, a power's base and exponent. */
+static size_t plain_pairs(const ch_expr *e)
+{
+    return e->kind == CH_SYM ? 1 : e->kind == CH_NUM ? 0 : e->n;
+}
+
+/* Whether a is b, a node without coefficients. */
 static int node_equal(const ch_expr *a, const ch_expr *b)
 {
-    return a->hash == b->hash && a->kind == b->kind && a->fun == b->fun && a->n == b->n
-           && a->arg[0] == b->arg[0] && a->arg[1] == b->arg[1] /* or sym */
-           && fmpq_equal(a->num, b->num);
+    if (a->hash != b->hash || a->kind != b->kind || a->fun != b->fun || a->n != b->n
+        || !fmpq_equal(a->num, b->num))
+        return 0;
+    if (a->kind == CH_SYM) return ch_sym_of(a) == ch_sym_of(b);
+    for (size_t i = 0; i < plain_pairs(a); i++)
+        if (a->pair[i].e != b->pair[i].e) return 0;
+    return 1;
 }
 
 static int nchildren(const ch_expr *e)
 {
-    if (e->kind == CH_ADD || e->kind == CH_MUL) return (int)e->n;
-    if (e->kind == CH_FUN || e->kind == CH_POW) return (int)e->n;
-    return 0;
+    return e->kind == CH_NUM || e->kind == CH_SYM ? 0 : (int)e->n;
 }
 
-static const ch_expr *child(const ch_expr *e, int i)
-{
-    return (e->kind == CH_ADD || e->kind == CH_MUL) ? e->pair[i].e : e->arg[i];
-}
+static const ch_expr *child(const ch_expr *e, int i) { return e->pair[i].e; }
 
 /* A table of (hash, set) slots, open addressing, grown to twice
  * its size (1024 when empty); 0, or -1 when out of memory (table kept). */
@@ -466,10 +471,14 @@ static const fmpq *coef_intern(ch_ctx *ctx, const fmpq_t v)
  * above it (user-space addresses have 48 bits), so that a probe of a
  * slot that holds another node rarely visits that node, in 8 bytes: at
  * 3.8 M nodes the table of pointer and full hash was 134 MB, more than
- * the cache, and its first probe was most of the time of interning. */
+ * the cache, and its first probe was most of the time of interning. The
+ * node keeps the low 32 bits, which place it when the table grows. */
 #define SLOT_TAG 0xFFFF000000000000ULL
 
-static uint64_t slot_of(const ch_expr *e) { return (uint64_t)(uintptr_t)e | (e->hash & SLOT_TAG); }
+static uint64_t slot_of(const ch_expr *e, uint64_t h)
+{
+    return (uint64_t)(uintptr_t)e | (h & SLOT_TAG);
+}
 
 static ch_expr *slot_node(uint64_t slot) { return (ch_expr *)(uintptr_t)(slot & ~SLOT_TAG); }
 
@@ -595,7 +604,7 @@ static int subset(const ch_symset *a, const ch_symset *b)
 static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c)
 {
     if (c->kind == CH_SYM) {
-        ch_symword w = {c->sym->sid / 64, 1ULL << (c->sym->sid % 64)};
+        ch_symword w = {ch_sym_of(c)->sid / 64, 1ULL << (ch_sym_of(c)->sid % 64)};
         return set_intern(ctx, 1, &w);
     }
     /* the first set that holds the others so far, until there is none */
@@ -695,9 +704,10 @@ static ch_expr *node_alloc(ch_ctx *ctx, size_t size)
     return e;
 }
 
-/* Numbers e (a new node, made in the arena with its hash) and keeps it in
- * the empty slot i of the intern table; e, or NULL (the context failed). */
-static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, size_t i)
+/* Numbers e (a new node, made in the arena with its hash h) and keeps it
+ * in the empty slot i of the intern table; e, or NULL (the context
+ * failed). */
+static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, uint64_t h, size_t i)
 {
     unsigned depth = 0;
     for (int j = 0; j < nchildren(e); j++)
@@ -706,28 +716,44 @@ static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, size_t i)
     if (!(e->symset = node_set(ctx, e))) return NULL;
     e->id = (uint32_t)++ctx->nnodes;
     ctx->nodes[e->id - 1] = e;
-    ctx->table[i] = slot_of(e);
+    ctx->table[i] = slot_of(e, h);
     return e;
 }
 
-/* A candidate node without pairs (a number, symbol, function or power)
- * lives in caller memory, its num pointing at any rational (ctx->qzero
- * when it has none); intern returns the existing equal node or a copy of
- * the candidate in the arena with its num interned (coef_intern). */
+/* A candidate node without coefficients (a number, symbol, function or
+ * power) lives in caller memory, its num pointing at any rational
+ * (ctx->qzero when it has none); intern returns the existing equal node
+ * or a copy of the candidate in the arena with its num interned
+ * (coef_intern). */
+typedef union {
+    ch_expr e;
+    unsigned char room[sizeof(ch_expr) + 2 * sizeof(ch_pair)]; /* and its pairs */
+} candidate;
+
+static ch_expr *candidate_init(candidate *c, ch_kind kind, const fmpq *num)
+{
+    memset(c, 0, sizeof *c);
+    c->e.kind = (uint8_t)kind;
+    c->e.num = num;
+    return &c->e;
+}
+
 static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
 {
-    cand->hash = node_hash(cand);
+    uint64_t h = node_hash(cand);
+    cand->hash = (uint32_t)h;
     size_t i;
-    if (intern_probe(ctx, cand->hash, &i)) return NULL;
+    if (intern_probe(ctx, h, &i)) return NULL;
     /* the tag spares a visit to nearly every node probed */
-    for (uint64_t tag = cand->hash & SLOT_TAG; ctx->table[i]; i = (i + 1) & (ctx->tcap - 1))
+    for (uint64_t tag = h & SLOT_TAG; ctx->table[i]; i = (i + 1) & (ctx->tcap - 1))
         if ((ctx->table[i] & SLOT_TAG) == tag && node_equal(slot_node(ctx->table[i]), cand))
             return slot_node(ctx->table[i]);
-    ch_expr *e = node_alloc(ctx, sizeof *e);
+    size_t size = sizeof(ch_expr) + plain_pairs(cand) * sizeof(ch_pair);
+    ch_expr *e = node_alloc(ctx, size);
     if (!e) return NULL;
-    *e = *cand;
+    memcpy(e, cand, size);
     if (!(e->num = coef_intern(ctx, cand->num))) return NULL;
-    return admit(ctx, e, i);
+    return admit(ctx, e, h, i);
 }
 
 /* The sum or product kind (num; n canonical pairs p, no collapsing
@@ -742,7 +768,8 @@ static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
     if (intern_probe(ctx, h, &i)) return NULL;
     for (uint64_t tag = h & SLOT_TAG; ctx->table[i]; i = (i + 1) & (ctx->tcap - 1)) {
         const ch_expr *a = slot_node(ctx->table[i]);
-        if ((ctx->table[i] & SLOT_TAG) == tag && a->hash == h && pairs_equal(a, kind, num, n, p))
+        if ((ctx->table[i] & SLOT_TAG) == tag && a->hash == (uint32_t)h
+            && pairs_equal(a, kind, num, n, p))
             return a;
     }
     ch_expr *e = node_alloc(ctx, sizeof(ch_expr) + n * sizeof(ch_pair));
@@ -750,23 +777,20 @@ static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
     memset(e, 0, sizeof *e);
     e->kind = (uint8_t)kind;
     e->n = (uint32_t)n;
-    e->hash = h;
+    e->hash = (uint32_t)h;
     for (size_t j = 0; j < n; j++)
         if (!(e->pair[j].c = coef_intern(ctx, p[j].c))) return NULL;
     if (!(e->num = coef_intern(ctx, num))) return NULL;
     for (size_t j = 0; j < n; j++) e->pair[j].e = p[j].e;
-    return admit(ctx, e, i);
+    return admit(ctx, e, h, i);
 }
 
 /* ---- numbers ---------------------------------------------------------- */
 
 const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v)
 {
-    ch_expr cand;
-    memset(&cand, 0, sizeof cand);
-    cand.kind = CH_NUM;
-    cand.num = v;
-    return intern(ctx, &cand);
+    candidate c;
+    return intern(ctx, candidate_init(&c, CH_NUM, v));
 }
 
 const ch_expr *ch_num_si(ch_ctx *ctx, slong v)
@@ -922,12 +946,10 @@ const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
         return NULL;
     }
 
-    ch_expr cand;
-    memset(&cand, 0, sizeof cand);
-    cand.kind = CH_SYM;
-    cand.sym = s;
-    cand.num = ctx->qzero;
-    const ch_expr *e = intern(ctx, &cand);
+    candidate c;
+    ch_expr *cand = candidate_init(&c, CH_SYM, ctx->qzero);
+    cand->pair[0].sym = s;
+    const ch_expr *e = intern(ctx, cand);
     if (!e) return NULL;
     s->node = e;
     if (kind == CH_SYM_TIME) s->dot = ctx->one;
@@ -944,7 +966,7 @@ const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
 void ch_symbol_set_dot(ch_ctx *ctx, const ch_expr *sym, const ch_expr *dot)
 {
     (void)ctx;
-    if (sym && sym->kind == CH_SYM) ((ch_sym *)sym->sym)->dot = dot;
+    if (sym && sym->kind == CH_SYM) ((ch_sym *)ch_sym_of(sym))->dot = dot;
 }
 
 const ch_expr *ch_pi(ch_ctx *ctx)
@@ -1127,7 +1149,7 @@ static const ch_expr *scale_term(ch_ctx *ctx, const fmpq_t c,
 {
     if (fmpq_is_one(c)) return term;
     if (term->kind == CH_MUL) return mul_from_pairs(ctx, c, term->n, term->pair);
-    ch_pair one = {term, ctx->one->num};
+    ch_pair one = {.e = term, .c = ctx->one->num};
     return mul_from_pairs(ctx, c, 1, &one);
 }
 
@@ -1612,14 +1634,12 @@ const ch_expr *ch_pow(ch_ctx *ctx, const ch_expr *base, const ch_expr *ex)
     if (!base || !ex) return NULL;
     if (ex->kind == CH_NUM) return ch_pow_q(ctx, base, ex->num);
     if (ch_is_one(base)) return ctx->one;
-    ch_expr cand;
-    memset(&cand, 0, sizeof cand);
-    cand.kind = CH_POW;
-    cand.n = 2;
-    cand.arg[0] = base;
-    cand.arg[1] = ex;
-    cand.num = ctx->qzero;
-    return intern(ctx, &cand);
+    candidate c;
+    ch_expr *cand = candidate_init(&c, CH_POW, ctx->qzero);
+    cand->n = 2;
+    cand->pair[0].e = base;
+    cand->pair[1].e = ex;
+    return intern(ctx, cand);
 }
 
 /* ---- functions -------------------------------------------------------- */
@@ -1708,15 +1728,13 @@ static const ch_expr *trig_at_pi(ch_ctx *ctx, ch_fun f, const ch_expr *a)
 static const ch_expr *intern_fun(ch_ctx *ctx, ch_fun f, const ch_expr *a,
                                  const ch_expr *b)
 {
-    ch_expr cand;
-    memset(&cand, 0, sizeof cand);
-    cand.kind = CH_FUN;
-    cand.fun = (uint8_t)f;
-    cand.n = b ? 2 : 1;
-    cand.arg[0] = a;
-    cand.arg[1] = b;
-    cand.num = ctx->qzero;
-    return intern(ctx, &cand);
+    candidate c;
+    ch_expr *cand = candidate_init(&c, CH_FUN, ctx->qzero);
+    cand->fun = (uint8_t)f;
+    cand->n = b ? 2 : 1;
+    cand->pair[0].e = a;
+    cand->pair[1].e = b;
+    return intern(ctx, cand);
 }
 
 /* Values at 0 of the functions that vanish or are 1 there (-1: none). */
@@ -1762,9 +1780,9 @@ const ch_expr *ch_fun1(ch_ctx *ctx, ch_fun f, const ch_expr *a)
         return e;
     }
     if (f == CH_F_LOG && a->kind == CH_FUN && a->fun == CH_F_EXP)
-        return a->arg[0];
+        return a->pair[0].e;
     if (f == CH_F_EXP && a->kind == CH_FUN && a->fun == CH_F_LOG)
-        return a->arg[0];
+        return a->pair[0].e;
     if (f == CH_F_ABS && a->kind == CH_FUN && a->fun == CH_F_ABS) return a;
     const ch_expr *exact = trig_at_pi(ctx, f, a);
     if (exact) return exact;
@@ -1802,7 +1820,7 @@ const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
 
 int ch_has_sym(const ch_expr *e, const ch_expr *s)
 {
-    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, s->sym->sid);
+    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, ch_sym_of(s)->sid);
 }
 
 int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
@@ -1830,8 +1848,10 @@ int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
     }
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (syms[i] && syms[i]->kind == CH_SYM)
-            set->w[m++] = (ch_symword){syms[i]->sym->sid / 64, 1ULL << (syms[i]->sym->sid % 64)};
+        if (syms[i] && syms[i]->kind == CH_SYM) {
+            uint32_t sid = ch_sym_of(syms[i])->sid;
+            set->w[m++] = (ch_symword){sid / 64, 1ULL << (sid % 64)};
+        }
     qsort(set->w, m, sizeof *set->w, word_cmp);
     set->n = 0;
     for (size_t i = 0; i < m; i++)
@@ -1847,7 +1867,7 @@ int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
 static int any_of_kind(const ch_expr *e, ch_sym_kind kind, ch_map *seen)
 {
     if (!e->symset->n) return 0;
-    if (e->kind == CH_SYM) return e->sym->kind == kind;
+    if (e->kind == CH_SYM) return ch_sym_of(e)->kind == kind;
     if (ch_map_get(seen, e->id)) return 0;
     ch_map_put(seen, e->id, (void *)e);
     for (int i = 0; i < nchildren(e); i++)

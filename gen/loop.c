@@ -132,9 +132,9 @@ static void holo_free(holo *H)
 static void holo_eval(holo *H, const double *q)
 {
     const ch_model *m = H->d->model;
-    H->symval[m->t->sym->sid] = 0.0;
-    for (size_t i = 0; i < m->n; i++) H->symval[m->q[i]->sym->sid] = q[i];
-    for (size_t i = 0; i < m->np; i++) H->symval[m->param[i]->sym->sid] = m->param_default[i];
+    H->symval[ch_sym_of(m->t)->sid] = 0.0;
+    for (size_t i = 0; i < m->n; i++) H->symval[ch_sym_of(m->q[i])->sid] = q[i];
+    for (size_t i = 0; i < m->np; i++) H->symval[ch_sym_of(m->param[i])->sid] = m->param_default[i];
     ch_eval_d_many(H->ctx, H->h + H->h * H->k, H->ex, H->symval, H->val);
 }
 

@@ -674,7 +674,7 @@ static int plot_loop(const char *file, const ch_derivation *d,
         size_t qi = (size_t)d->mf.indep[r];
         double *x = v + 2 * (r + 1) * (N + 1), *y = x + N + 1;
         loop_curve(lr, lr->end, qi, lr->nq + r, x, y);
-        snprintf(names[r], sizeof names[r], "%s: t = %g", d->model->q[qi]->sym->name, lr->t1);
+        snprintf(names[r], sizeof names[r], "%s: t = %g", ch_sym_of(d->model->q[qi])->name, lr->t1);
         s[r + 1] = (ch_plot_series){names[r], N + 1, x, y, 0};
     }
     char title[200];

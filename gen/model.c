@@ -598,8 +598,8 @@ static const ch_expr *make_symbol(mbuild *b, const char *name,
         oom(b);
         return NULL;
     }
-    if (s->sym->kind != kind || s->sym->index != index
-        || s->sym->order != order) {
+    if (ch_sym_of(s)->kind != kind || ch_sym_of(s)->index != index
+        || ch_sym_of(s)->order != order) {
         ch_token at = pos_token(pos);
         ch_parse_fail(&b->p, &at, CH_ERR_MODEL,
                       "name '%s' clashes with a symbol already in this "
@@ -757,7 +757,7 @@ static int st_force(mbuild *b, const ch_token *kw)
     if (b->m->force_pos[i].line)
         return ch_parse_fail(&b->p, &t, CH_ERR_MODEL,
                              "duplicate force on '%s' (first at %d:%d)",
-                             b->m->q[i]->sym->name, b->m->force_pos[i].line,
+                             ch_sym_of(b->m->q[i])->name, b->m->force_pos[i].line,
                              b->m->force_pos[i].col);
     if (ch_parse_advance(&b->p) || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
         return -1;
@@ -878,7 +878,7 @@ static int field_item_fn(mbuild *b)
     if (b->comp_given[i])
         return ch_parse_fail(&b->p, &t, CH_ERR_MODEL,
                              "duplicate component '%s' in field '%.*s'",
-                             b->m->q[i]->sym->name, (int)b->field_name.len,
+                             ch_sym_of(b->m->q[i])->name, (int)b->field_name.len,
                              b->field_name.text);
     b->comp_given[i] = 1;
     if (ch_parse_advance(&b->p) || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
@@ -1025,7 +1025,7 @@ static int check_momentum_names(mbuild *b)
 {
     for (size_t i = 0; i < b->m->n; i++) {
         char y[NAME_BUF];
-        const char *q = b->m->q[i]->sym->name;
+        const char *q = ch_sym_of(b->m->q[i])->name;
         snprintf(y, sizeof y, "y_%s", q);
         entry *e = table_find(&b->names, y, strlen(y));
         if (e && e->defined) {
@@ -1268,7 +1268,7 @@ int ch_model_statement_at(const ch_model *m, int line, int col, char *buf,
             return snprintf(buf, size, "constraint %zu", i + 1), 1;
     for (size_t i = 0; i < m->n; i++)
         if (m->force_pos && pos_is(m->force_pos[i], line, col))
-            return snprintf(buf, size, "force on %s", m->q[i]->sym->name), 1;
+            return snprintf(buf, size, "force on %s", ch_sym_of(m->q[i])->name), 1;
     if (named_at("define", m->defines, m->ndefines, line, col, buf, size)
         || named_at("integral", m->integrals, m->nintegrals, line, col, buf,
                     size))

@@ -268,7 +268,7 @@ static int is_constant_like(printer *pr, const ch_expr *e)
 {
     if (e->kind == CH_NUM) return 1;
     if (e->kind == CH_SYM)
-        return e->sym->kind == CH_SYM_PARAM || e->sym->kind == CH_SYM_PI;
+        return ch_sym_of(e)->kind == CH_SYM_PARAM || ch_sym_of(e)->kind == CH_SYM_PI;
     const note *known = note_of(pr, e);
     if (known && (known->known & NOTE_CONST)) return (known->known & NOTE_CONST_YES) != 0;
     if (++pr->depth > PRINT_MAX_DEPTH) {
@@ -279,7 +279,7 @@ static int is_constant_like(printer *pr, const ch_expr *e)
     int constant = 1;
     if (e->kind == CH_FUN || e->kind == CH_POW) {
         for (uint32_t k = 0; k < e->n && k < 2 && constant; k++)
-            constant = is_constant_like(pr, e->arg[k]);
+            constant = is_constant_like(pr, e->pair[k].e);
     } else {
         for (uint32_t k = 0; k < e->n && constant; k++)
             constant = is_constant_like(pr, e->pair[k].e);
@@ -294,7 +294,7 @@ static int is_constant_like(printer *pr, const ch_expr *e)
 static int rank_display(printer *pr, const ch_expr *b)
 {
     if (b->kind == CH_NUM) return 0;
-    if (b->kind == CH_SYM) return rank_display_sym(b->sym->kind);
+    if (b->kind == CH_SYM) return rank_display_sym(ch_sym_of(b)->kind);
     return is_constant_like(pr, b) ? 3 : 9;
 }
 
@@ -303,7 +303,7 @@ static int rank_signif(printer *pr, const ch_expr *b)
 {
     if (b->kind == CH_NUM) return 9;
     if (b->kind != CH_SYM) return is_constant_like(pr, b) ? 7 : 5;
-    switch (b->sym->kind) {
+    switch (ch_sym_of(b)->kind) {
     case CH_SYM_ACC: return 0;
     case CH_SYM_VEL: return 1;
     case CH_SYM_COORD: return 2;
@@ -365,19 +365,19 @@ static int struct_cmp(printer *pr, const ch_expr *a, const ch_expr *b)
     int r = 0;
     switch (a->kind) {
     case CH_NUM: r = sgn(fmpq_cmp(a->num, b->num)); break;
-    case CH_SYM: r = sym_cmp(a->sym, b->sym); break;
+    case CH_SYM: r = sym_cmp(ch_sym_of(a), ch_sym_of(b)); break;
     case CH_FUN: {
         const char *fa = fun_name(CH_STYLE_SYMPY, a->fun);
         const char *fb = fun_name(CH_STYLE_SYMPY, b->fun);
         r = sgn(strcmp(fa ? fa : "", fb ? fb : ""));
         if (!r && a->n != b->n) r = a->n < b->n ? -1 : 1;
         for (uint32_t k = 0; !r && k < a->n && k < 2; k++)
-            r = struct_cmp(pr, a->arg[k], b->arg[k]);
+            r = struct_cmp(pr, a->pair[k].e, b->pair[k].e);
         break;
     }
     case CH_POW:
-        r = struct_cmp(pr, a->arg[0], b->arg[0]);
-        if (!r) r = struct_cmp(pr, a->arg[1], b->arg[1]);
+        r = struct_cmp(pr, a->pair[0].e, b->pair[0].e);
+        if (!r) r = struct_cmp(pr, a->pair[1].e, b->pair[1].e);
         break;
     case CH_MUL: r = pairs_cmp(pr, a, b, ORD_MUL_DISPLAY); break;
     default: r = pairs_cmp(pr, a, b, ORD_ADD_TERMS); break;
@@ -441,7 +441,7 @@ static const fmpq *fl_exp(const printer *pr, const flist *f, uint32_t k)
  * to group terms (a double is exact enough for that and deterministic). */
 static double sym_degree(printer *pr, const ch_expr *e, ch_sym_kind kind)
 {
-    if (e->kind == CH_SYM) return e->sym->kind == kind;
+    if (e->kind == CH_SYM) return ch_sym_of(e)->kind == kind;
     if (e->kind != CH_MUL && e->kind != CH_ADD) return 0;
     int g = kind == CH_SYM_ACC ? 0 : 1;
     const note *known = note_of(pr, e);
@@ -720,7 +720,7 @@ static int tree_within(const ch_expr *e, int *budget)
     case CH_FUN:
     case CH_POW:
         for (uint32_t k = 0; k < e->n && k < 2; k++)
-            if (!tree_within(e->arg[k], budget)) return 0;
+            if (!tree_within(e->pair[k].e, budget)) return 0;
         return 1;
     default:
         for (uint32_t k = 0; k < e->n; k++)
@@ -883,7 +883,7 @@ static void emit_args(printer *pr, const ch_expr *e)
 {
     for (uint32_t k = 0; k < e->n && k < 2; k++) {
         if (k) put(pr, ", ");
-        emit(pr, e->arg[k], P_ANY);
+        emit(pr, e->pair[k].e, P_ANY);
     }
 }
 
@@ -894,11 +894,11 @@ static void emit_fun(printer *pr, const ch_expr *e, const fmpq *pw)
     if (pr->style == CH_STYLE_LATEX && !name) {
         if (e->fun == CH_F_EXP) {
             put(pr, "e^{");
-            emit(pr, e->arg[0], P_ANY);
+            emit(pr, e->pair[0].e, P_ANY);
             put(pr, "}");
         } else if (e->fun == CH_F_ABS) {
             put(pr, "\\left|");
-            emit(pr, e->arg[0], P_ANY);
+            emit(pr, e->pair[0].e, P_ANY);
             put(pr, "\\right|");
         } else {
             fail(pr);
@@ -1104,21 +1104,21 @@ static void emit_pow(printer *pr, const ch_expr *e)
     switch (pr->style) {
     case STYLE_C:
         put(pr, "pow(");
-        emit(pr, e->arg[0], P_ANY);
+        emit(pr, e->pair[0].e, P_ANY);
         put(pr, ", ");
-        emit(pr, e->arg[1], P_ANY);
+        emit(pr, e->pair[1].e, P_ANY);
         put(pr, ")");
         return;
     case CH_STYLE_LATEX:
-        emit(pr, e->arg[0], P_ATOM);
+        emit(pr, e->pair[0].e, P_ATOM);
         put(pr, "^{");
-        emit(pr, e->arg[1], P_ANY);
+        emit(pr, e->pair[1].e, P_ANY);
         put(pr, "}");
         return;
     default:
-        emit(pr, e->arg[0], P_ATOM);
+        emit(pr, e->pair[0].e, P_ATOM);
         put(pr, pr->style == CH_STYLE_SYMPY ? "**" : "^");
-        emit(pr, e->arg[1], P_POW);
+        emit(pr, e->pair[1].e, P_POW);
         return;
     }
 }
@@ -1147,7 +1147,7 @@ static void emit_node(printer *pr, const ch_expr *e, int need)
     int wrap;
     switch (e->kind) {
     case CH_NUM: emit_num(pr, e->num, need); break;
-    case CH_SYM: emit_sym(pr, e->sym); break;
+    case CH_SYM: emit_sym(pr, ch_sym_of(e)); break;
     case CH_FUN:
     case CH_POW:
         wrap = expr_prec(pr, e) < need;

@@ -115,7 +115,7 @@ static double now_ms(void)
 
 /* ---- model and compiled forms ------------------------------------------- */
 
-static const char *sym_name(const ch_expr *e) { return e->sym->name; }
+static const char *sym_name(const ch_expr *e) { return ch_sym_of(e)->name; }
 
 /* The shortest of %.15g and %.17g that reads back as v: 0.2, not
  * 0.20000000000000001, yet exact. */
@@ -355,13 +355,13 @@ static void residuals(repl *r, const double *p, double *vel, double *pos)
         free(sv), free(g);
         return;
     }
-    for (size_t i = 0; i < m->np; i++) sv[m->param[i]->sym->sid] = p[i];
+    for (size_t i = 0; i < m->np; i++) sv[ch_sym_of(m->param[i])->sid] = p[i];
     for (size_t row = 0; row < tb->nrows; row++) {
         const double *v = tb->v + row * tb->ncols;
-        sv[m->t->sym->sid] = v[0];
+        sv[ch_sym_of(m->t)->sid] = v[0];
         for (size_t i = 0; i < n; i++) {
-            sv[m->q[i]->sym->sid] = v[1 + i];
-            sv[m->qt[i]->sym->sid] = v[1 + n + i];
+            sv[ch_sym_of(m->q[i])->sid] = v[1 + i];
+            sv[ch_sym_of(m->qt[i])->sid] = v[1 + n + i];
         }
         ch_eval_d_many(r->ctx, k, m->constraint, sv, phi);
         ch_eval_d_many(r->ctx, k, m->constraint_orig, sv, g);

@@ -351,19 +351,19 @@ static const ch_expr *expand_node(ch_ctx *ctx, const ch_expr *e, int depth)
     case CH_MUL:
         return expand_mul(ctx, e, depth);
     case CH_POW: {
-        const ch_expr *b = expand_rec(ctx, e->arg[0], depth);
-        const ch_expr *x = expand_rec(ctx, e->arg[1], depth);
-        if (b == e->arg[0] && x == e->arg[1]) return e;
+        const ch_expr *b = expand_rec(ctx, e->pair[0].e, depth);
+        const ch_expr *x = expand_rec(ctx, e->pair[1].e, depth);
+        if (b == e->pair[0].e && x == e->pair[1].e) return e;
         return ch_pow(ctx, b, x);
     }
     case CH_FUN: {
-        const ch_expr *a = expand_rec(ctx, e->arg[0], depth);
+        const ch_expr *a = expand_rec(ctx, e->pair[0].e, depth);
         if (e->fun == CH_F_ATAN2) {
-            const ch_expr *x = expand_rec(ctx, e->arg[1], depth);
-            if (a == e->arg[0] && x == e->arg[1]) return e;
+            const ch_expr *x = expand_rec(ctx, e->pair[1].e, depth);
+            if (a == e->pair[0].e && x == e->pair[1].e) return e;
             return ch_atan2(ctx, a, x);
         }
-        if (a == e->arg[0]) return e;
+        if (a == e->pair[0].e) return e;
         return ch_fun1(ctx, (ch_fun)e->fun, a);
     }
     default:
@@ -457,7 +457,7 @@ static ex_size ex_node(ex_sizer *z, const ch_expr *e)
     case CH_POW:
     case CH_FUN:
         for (uint32_t i = 0; i < (e->kind == CH_POW ? 2u : e->n); i++)
-            r.size += ex_printed(z, e->arg[i]);
+            r.size += ex_printed(z, e->pair[i].e);
         break;
     default:
         break;
@@ -607,11 +607,11 @@ static const ch_expr *canon_node(nf_state *s, const ch_expr *e)
     const ch_expr *c = ch_map_get(&s->canon, e->id);
     if (c) return c;
     ch_ctx *ctx = s->ctx;
-    const ch_expr *a = ch_expand(ctx, e->arg[0]);
+    const ch_expr *a = ch_expand(ctx, e->pair[0].e);
     if (e->kind == CH_POW) {
-        c = ch_pow(ctx, a, ch_expand(ctx, e->arg[1]));
+        c = ch_pow(ctx, a, ch_expand(ctx, e->pair[1].e));
     } else if (e->fun == CH_F_ATAN2) {
-        c = ch_atan2(ctx, a, ch_expand(ctx, e->arg[1]));
+        c = ch_atan2(ctx, a, ch_expand(ctx, e->pair[1].e));
     } else if (e->fun == CH_F_TAN || e->fun == CH_F_TANH) {
         int circ = e->fun == CH_F_TAN;
         c = ch_div(ctx, ch_fun1(ctx, circ ? CH_F_SIN : CH_F_SINH, a),
@@ -661,8 +661,8 @@ static int add_trig_pair(nf_state *s, const ch_expr *a, int circ)
             return -1;
     }
     /* a relation only when both really are function nodes of a */
-    if (c->kind == CH_FUN && sn->kind == CH_FUN && c->arg[0] == a
-        && sn->arg[0] == a) {
+    if (c->kind == CH_FUN && sn->kind == CH_FUN && c->pair[0].e == a
+        && sn->pair[0].e == a) {
         for (int k = 0; k < 2; k++) {
             nf_atom *at = &s->atoms[idx[k]];
             at->kind = circ ? AT_CIRC : AT_HYP;
@@ -680,7 +680,7 @@ static int add_plain(nf_state *s, const ch_expr *e)
     if (e->kind == CH_FUN
         && (e->fun == CH_F_SIN || e->fun == CH_F_COS || e->fun == CH_F_SINH
             || e->fun == CH_F_COSH))
-        return add_trig_pair(s, e->arg[0],
+        return add_trig_pair(s, e->pair[0].e,
                              e->fun == CH_F_SIN || e->fun == CH_F_COS);
     int i = atom_new(s, e, AT_PLAIN);
     if (i < 0 || ch_map_put(&s->atom_of, e->id, (void *)(uintptr_t)(i + 1)))

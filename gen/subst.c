@@ -74,18 +74,18 @@ static const ch_expr *rebuild(subst_state *s, const ch_expr *e)
     case CH_ADD:
     case CH_MUL: return rebuild_pairs(s, e);
     case CH_POW: {
-        const ch_expr *b = visit(s, e->arg[0]), *x = visit(s, e->arg[1]);
-        if (b == e->arg[0] && x == e->arg[1]) return e;
+        const ch_expr *b = visit(s, e->pair[0].e), *x = visit(s, e->pair[1].e);
+        if (b == e->pair[0].e && x == e->pair[1].e) return e;
         return ch_pow(s->ctx, b, x);
     }
     case CH_FUN: {
-        const ch_expr *a = visit(s, e->arg[0]);
+        const ch_expr *a = visit(s, e->pair[0].e);
         if (e->fun == CH_F_ATAN2) {
-            const ch_expr *b = visit(s, e->arg[1]);
-            if (a == e->arg[0] && b == e->arg[1]) return e;
+            const ch_expr *b = visit(s, e->pair[1].e);
+            if (a == e->pair[0].e && b == e->pair[1].e) return e;
             return ch_atan2(s->ctx, a, b);
         }
-        if (a == e->arg[0]) return e;
+        if (a == e->pair[0].e) return e;
         return ch_fun1(s->ctx, (ch_fun)e->fun, a);
     }
     default: return e; /* a symbol that is not replaced, or a number */

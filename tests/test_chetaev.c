@@ -122,7 +122,7 @@ static void expect_choice(const char *text, const char *file, size_t k,
             char name[32];
             snprintf(name, sizeof name, "lambda_%zu", a + 1);
             CHECK(s.mf.lambda[a] == sym(s.ctx, name));
-            CHECK(s.mf.lambda[a]->sym->kind == CH_SYM_OTHER);
+            CHECK(ch_sym_of(s.mf.lambda[a])->kind == CH_SYM_OTHER);
         }
     }
     done(&s);
@@ -258,7 +258,7 @@ static void check_root_enclosed(sys *s, const arb_struct *sv, const char *file)
     if (s->mf.k != 1) return;
     size_t ns = ch_ctx_nsyms(s->ctx);
     int dep = s->mf.dep[0];
-    uint32_t d = s->m->qt[dep]->sym->sid;
+    uint32_t d = ch_sym_of(s->m->qt[dep])->sid;
     const ch_expr *g = s->L.G[dep];
     arb_struct *hp = _arb_vec_init((slong)ns);
     arb_t f, df;
@@ -325,9 +325,9 @@ static void check_sampler_points(const char *file, const char *text)
         }
         /* the independent velocities are free, the parameters positive */
         for (size_t j = 0; j < s.m->np; j++)
-            CHECK(arb_is_positive(sv + s.m->param[j]->sym->sid));
+            CHECK(arb_is_positive(sv + ch_sym_of(s.m->param[j])->sid));
         for (size_t r = 0; r < s.mf.m; r++)
-            CHECK(arb_is_exact(sv + s.m->qt[s.mf.indep[r]]->sym->sid));
+            CHECK(arb_is_exact(sv + ch_sym_of(s.m->qt[s.mf.indep[r]])->sid));
     }
     CHECK_MSG(good == 6, "%s: %d of 6 samples", file, good);
     /* the same through the zero test; phi vanishes on the manifold only */
@@ -405,7 +405,7 @@ static void test_long_affine_chain(void)
             int bad = 0;
             for (size_t a = 0; a < s.mf.k; a++) {
                 bad += !(ch_eval_arb(s.ctx, v, s.L.phi[a], sv, 256) == 0 && tight_zero(v));
-                arb_srcptr x = sv + s.m->qt[s.mf.dep[a]]->sym->sid;
+                arb_srcptr x = sv + ch_sym_of(s.m->qt[s.mf.dep[a]])->sid;
                 bad += mag_cmp_2exp_si(arb_radref(x), -128 - 16) >= 0;
             }
             CHECK_MSG(bad == 0, "%d constraints or velocities not tight", bad);

@@ -57,7 +57,7 @@ static int compare(ch_ctx *ctx, const ch_expr *const *e, size_t n, const ch_cse_
     for (int k = 0; f && symval && want && got && k < points; k++) {
         for (int i = 0; i < NS; i++) {
             x[i] = rx_point(r, 0);
-            symval[sym[i]->sym->sid] = x[i];
+            symval[ch_sym_of(sym[i])->sid] = x[i];
         }
         ch_eval_d_many(ctx, n, e, symval, want);
         f(x, got);
@@ -219,7 +219,7 @@ static void test_factor_distribute(void)
         /* the factored rows keep the values of the rows (compare() checks
          * each program against its own outputs; these check across) */
         double symval[64] = {0}, want[R], got[R];
-        for (int i = 0; i < NS; i++) symval[t.x[i]->sym->sid] = 0.3 + 0.17 * i;
+        for (int i = 0; i < NS; i++) symval[ch_sym_of(t.x[i])->sid] = 0.3 + 0.17 * i;
         ch_eval_d_many(ctx, R - 1, row, symval, want);
         ch_eval_d_many(ctx, R - 1, fac[1], symval, got);
         for (int i = 0; i < R - 1; i++) CHECK(fabs(got[i] - want[i]) <= 1e-13);

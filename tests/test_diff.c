@@ -45,16 +45,16 @@ static void test_partial_property(void)
         CHECK(de != NULL);
         if (!de) continue;
         CHECK(ch_diff(ctx, e, var) == de); /* memoized: same node */
-        for (int i = 0; i < 3; i++) v[syms[i]->sym->sid] = rx_point(&r, 0);
+        for (int i = 0; i < 3; i++) v[ch_sym_of(syms[i])->sid] = rx_point(&r, 0);
         double exact = ev(de, v), f = ev(e, v);
-        double approx = fd(e, v, var->sym->sid, 1e-3);
+        double approx = fd(e, v, ch_sym_of(var)->sid, 1e-3);
         if (!isfinite(exact) || !isfinite(approx) || !isfinite(f)
             || fabs(exact) > 1e4 || fabs(f) > 1e4)
             continue; /* near a pole: finite differences mean nothing */
         compared++;
         CHECK_MSG(fabs(exact - approx) <= 1e-6 * fmax(1, fabs(exact)),
                   "trial %d: d/d%s exact %.15g fd %.15g", trial,
-                  var->sym->name, exact, approx);
+                  ch_sym_of(var)->name, exact, approx);
     }
     CHECK_MSG(compared >= 1000, "only %d comparisons", compared);
     free(v);
@@ -76,21 +76,21 @@ static void test_total_property(void)
         double a = rx_unif(&r, -1, 1), b = rx_unif(&r, -1, 1),
                c = rx_unif(&r, -1, 1), d = rx_unif(&r, -1, 1);
         double t0 = rx_point(&r, 0), h = 1e-4;
-        v[k->sym->sid] = rx_point(&r, 0);
+        v[ch_sym_of(k)->sid] = rx_point(&r, 0);
         double g[4];
         static const double off[4] = {1, -1, 0.5, -0.5};
         for (int i = 0; i < 4; i++) {
             double tt = t0 + off[i] * h;
-            v[t->sym->sid] = tt;
-            v[q->sym->sid] = a + tt * (b + tt * (c + tt * d));
-            v[qt->sym->sid] = b + tt * (2 * c + 3 * d * tt);
+            v[ch_sym_of(t)->sid] = tt;
+            v[ch_sym_of(q)->sid] = a + tt * (b + tt * (c + tt * d));
+            v[ch_sym_of(qt)->sid] = b + tt * (2 * c + 3 * d * tt);
             g[i] = ev(e, v);
         }
         double approx = (4 * (g[2] - g[3]) / h - (g[0] - g[1]) / (2 * h)) / 3;
-        v[t->sym->sid] = t0;
-        v[q->sym->sid] = a + t0 * (b + t0 * (c + t0 * d));
-        v[qt->sym->sid] = b + t0 * (2 * c + 3 * d * t0);
-        v[qtt->sym->sid] = 2 * c + 6 * d * t0;
+        v[ch_sym_of(t)->sid] = t0;
+        v[ch_sym_of(q)->sid] = a + t0 * (b + t0 * (c + t0 * d));
+        v[ch_sym_of(qt)->sid] = b + t0 * (2 * c + 3 * d * t0);
+        v[ch_sym_of(qtt)->sid] = 2 * c + 6 * d * t0;
         double exact = ev(de, v), f = ev(e, v);
         if (!isfinite(exact) || !isfinite(approx) || fabs(exact) > 1e4
             || fabs(f) > 1e4)
@@ -183,7 +183,7 @@ static void test_dir_property(void)
         CHECK(de != NULL && want != NULL);
         if (!de || !want) continue;
         CHECK(ch_diff_dir_apply(ctx, &v, e) == de); /* memoized */
-        for (int i = 0; i < 3; i++) pt[syms[i]->sym->sid] = rx_point(&r, 0);
+        for (int i = 0; i < 3; i++) pt[ch_sym_of(syms[i])->sid] = rx_point(&r, 0);
         double a = ev(de, pt), b = ev(want, pt);
         if (!isfinite(a) || !isfinite(b) || fabs(a) > 1e6) continue;
         compared++;

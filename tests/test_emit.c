@@ -842,7 +842,7 @@ static void hamilton_kane_agrees(const char *name, const char *text)
         for (size_t r = 0; r < mi; r++) vel[d->mf.indep[r]] = ch_eval_d(ctx, d->ham.eta[r], sv);
         for (size_t nu = 0; nu < k; nu++)
             vel[d->mf.dep[nu]] = ch_eval_d(ctx, d->ham.qt_dep[nu], sv);
-        for (size_t j = 0; j < n; j++) sv[m->qt[j]->sym->sid] = vel[j];
+        for (size_t j = 0; j < n; j++) sv[ch_sym_of(m->qt[j])->sid] = vel[j];
         for (size_t r = 0; r < 2 * mi; r++) {
             const ch_expr *closed = r < mi ? d->ham.yt[r] : d->ham.eta[r - mi];
             double a = ch_eval_d(ctx, closed, sv), b = ch_eval_d(ctx, o[r], sv);
@@ -850,7 +850,7 @@ static void hamilton_kane_agrees(const char *name, const char *text)
             if (!(diff <= worst)) worst = diff;
         }
         for (size_t r = 0; r < mi; r++) { /* y* = A eta is y */
-            double a = sv[d->ham.y[r]->sym->sid], b = 0.0;
+            double a = sv[ch_sym_of(d->ham.y[r])->sid], b = 0.0;
             for (size_t c = 0; c < mi; c++) b += ch_eval_d(ctx, A[r * mi + c], sv) * vel[d->mf.indep[c]];
             double diff = fabs(a - b) / (1.0 + fabs(a));
             if (!(diff <= worst)) worst = diff;

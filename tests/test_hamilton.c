@@ -135,9 +135,9 @@ static void check_momentum_names(sys *s)
 {
     for (size_t r = 0; r < s->h.m; r++) {
         char want[128];
-        snprintf(want, sizeof want, "y_%s", s->m->q[s->mf.indep[r]]->sym->name);
-        CHECK_STR(s->h.y[r]->sym->name, want);
-        CHECK(s->h.y[r]->sym->kind == CH_SYM_OTHER);
+        snprintf(want, sizeof want, "y_%s", ch_sym_of(s->m->q[s->mf.indep[r]])->name);
+        CHECK_STR(ch_sym_of(s->h.y[r])->name, want);
+        CHECK(ch_sym_of(s->h.y[r])->kind == CH_SYM_OTHER);
     }
 }
 

@@ -146,13 +146,13 @@ static void test_knife_edge(void)
         ch_ctx_free(ctx);
         return;
     }
-    CHECK_STR(m->q[2]->sym->name, "phi");
-    CHECK_STR(m->qt[2]->sym->name, "phi_t");
-    CHECK_STR(m->qtt[2]->sym->name, "phi_tt");
+    CHECK_STR(ch_sym_of(m->q[2])->name, "phi");
+    CHECK_STR(ch_sym_of(m->qt[2])->name, "phi_t");
+    CHECK_STR(ch_sym_of(m->qtt[2])->name, "phi_tt");
     CHECK(m->q_pos[0].line == 9 && m->q_pos[0].col == 13);
     CHECK(m->name_pos.line == 8 && m->name_pos.col == 7);
     /* parameters: exact values and correctly rounded defaults */
-    CHECK_STR(m->param[1]->sym->name, "J");
+    CHECK_STR(ch_sym_of(m->param[1])->name, "J");
     CHECK(m->param_value[1] == num(ctx, 1, 5));
     CHECK(m->param_default[1] == 0.2);
     CHECK(m->param_value[2] == num(ctx, 981, 100));
@@ -199,8 +199,8 @@ static void test_symbols(void)
                                 "lagrangian a'^2 + b'^2 - k*a*b + t + pi");
     if (m) {
         for (size_t i = 0; i < 2; i++) {
-            const ch_sym *q = m->q[i]->sym, *v = m->qt[i]->sym,
-                         *w = m->qtt[i]->sym;
+            const ch_sym *q = ch_sym_of(m->q[i]), *v = ch_sym_of(m->qt[i]),
+                         *w = ch_sym_of(m->qtt[i]);
             CHECK(q->kind == CH_SYM_COORD && q->order == 0
                   && q->index == (int)i);
             CHECK(v->kind == CH_SYM_VEL && v->order == 1 && v->index == (int)i);
@@ -209,12 +209,12 @@ static void test_symbols(void)
             CHECK_STR(w->base, q->name);
             CHECK(q->dot == m->qt[i] && v->dot == m->qtt[i]);
         }
-        CHECK_STR(m->qt[1]->sym->name, "b_t");
-        CHECK_STR(m->qtt[0]->sym->name, "a_tt");
-        CHECK(m->t->sym->kind == CH_SYM_TIME && m->t->sym->dot == ch_one(ctx));
-        CHECK_STR(m->t->sym->name, "t");
-        CHECK(m->param[0]->sym->kind == CH_SYM_PARAM
-              && m->param[0]->sym->index == 0);
+        CHECK_STR(ch_sym_of(m->qt[1])->name, "b_t");
+        CHECK_STR(ch_sym_of(m->qtt[0])->name, "a_tt");
+        CHECK(ch_sym_of(m->t)->kind == CH_SYM_TIME && ch_sym_of(m->t)->dot == ch_one(ctx));
+        CHECK_STR(ch_sym_of(m->t)->name, "t");
+        CHECK(ch_sym_of(m->param[0])->kind == CH_SYM_PARAM
+              && ch_sym_of(m->param[0])->index == 0);
         CHECK(ch_has_sym(m->lagrangian, ch_pi(ctx)));
         CHECK(ch_has_sym(m->lagrangian, m->t));
         CHECK(m->param_value[0] == num(ctx, 2, 1));

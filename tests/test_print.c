@@ -83,7 +83,7 @@ typedef struct {
 static const char *namer(void *data, const ch_sym *s)
 {
     namer_data *d = data;
-    if (d->forbidden && d->forbidden->sym == s) return NULL;
+    if (d->forbidden && ch_sym_of(d->forbidden) == s) return NULL;
     if (s->sid >= 64) return NULL;
     snprintf(d->names[s->sid], sizeof d->names[s->sid], "v[%u]", (unsigned)s->sid);
     return d->names[s->sid];
@@ -762,8 +762,8 @@ static void test_c_specifics(void)
     ch_buf_reset(&b);
     CHECK(ch_print_c(&b, add(mul(N(2), x), fn(CH_F_SIN, y)), namer, &nd) == 0);
     char want[64];
-    snprintf(want, sizeof want, "2.0*v[%u] + sin(v[%u])", (unsigned)x->sym->sid,
-             (unsigned)y->sym->sid);
+    snprintf(want, sizeof want, "2.0*v[%u] + sin(v[%u])", (unsigned)ch_sym_of(x)->sid,
+             (unsigned)ch_sym_of(y)->sid);
     CHECK_STR(b.s, want);
     /* pi never goes through the namer */
     nd.forbidden = ch_pi(ctx);
@@ -905,7 +905,8 @@ static double eval_ref(const ch_expr *e, const double *v)
 {
     switch (e->kind) {
     case CH_NUM: return ch_fmpq_to_double(e->num);
-    case CH_SYM: return e->sym->kind == CH_SYM_PI ? 3.14159265358979323846 : v[e->sym->sid];
+    case CH_SYM:
+        return ch_sym_of(e)->kind == CH_SYM_PI ? 3.14159265358979323846 : v[ch_sym_of(e)->sid];
     case CH_ADD: {
         double s = ch_fmpq_to_double(e->num);
         for (uint32_t i = 0; i < e->n; i++)
@@ -918,9 +919,9 @@ static double eval_ref(const ch_expr *e, const double *v)
             s *= pow(eval_ref(e->pair[i].e, v), ch_fmpq_to_double(e->pair[i].c));
         return s;
     }
-    case CH_POW: return pow(eval_ref(e->arg[0], v), eval_ref(e->arg[1], v));
+    case CH_POW: return pow(eval_ref(e->pair[0].e, v), eval_ref(e->pair[1].e, v));
     default: {
-        double a = eval_ref(e->arg[0], v);
+        double a = eval_ref(e->pair[0].e, v);
         switch (e->fun) {
         case CH_F_SIN: return sin(a);
         case CH_F_COS: return cos(a);
@@ -928,7 +929,7 @@ static double eval_ref(const ch_expr *e, const double *v)
         case CH_F_ASIN: return asin(a);
         case CH_F_ACOS: return acos(a);
         case CH_F_ATAN: return atan(a);
-        case CH_F_ATAN2: return atan2(a, eval_ref(e->arg[1], v));
+        case CH_F_ATAN2: return atan2(a, eval_ref(e->pair[1].e, v));
         case CH_F_SINH: return sinh(a);
         case CH_F_COSH: return cosh(a);
         case CH_F_TANH: return tanh(a);

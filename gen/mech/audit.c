@@ -260,11 +260,13 @@ static int choose_xi(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
 static void append_point(char *buf, size_t size, const ch_model *m,
                          const double *w)
 {
-    ch_str_append(buf, size, " at (t = %.4g", w[m->t->sym->sid]);
+    ch_str_append(buf, size, " at (t = %.4g", w[ch_sym_of(m->t)->sid]);
     for (size_t i = 0; i < m->n; i++)
-        ch_str_append(buf, size, ", %s = %.4g", m->q[i]->sym->name, w[m->q[i]->sym->sid]);
+        ch_str_append(buf, size, ", %s = %.4g", ch_sym_of(m->q[i])->name,
+                      w[ch_sym_of(m->q[i])->sid]);
     for (size_t i = 0; i < m->n; i++)
-        ch_str_append(buf, size, ", %s' = %.4g", m->q[i]->sym->name, w[m->qt[i]->sym->sid]);
+        ch_str_append(buf, size, ", %s' = %.4g", ch_sym_of(m->q[i])->name,
+                      w[ch_sym_of(m->qt[i])->sid]);
     ch_str_append(buf, size, ")");
 }
 
@@ -382,7 +384,7 @@ static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     for (size_t i = 0; i < n; i++) {
         if (ch_has_sym(m->lagrangian, m->q[i])) continue;
         char name[CH_MAX_IDENT_LEN + 8];
-        snprintf(name, sizeof name, "p_%s", m->q[i]->sym->name);
+        snprintf(name, sizeof name, "p_%s", ch_sym_of(m->q[i])->name);
         quantity *q = push(a, ch_ctx_strdup(ctx, name), CH_AUDIT_MOMENTUM);
         if (!q->name) return -1;
         q->F = d->lag.p[i];
@@ -395,16 +397,16 @@ static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
         decide(ctx, d, q, d->chet.R[i], &pts);
         char why[640] = "";
         ch_str_append(why, sizeof why, "%s is cyclic, dp/dt = Q_%s + R_%s: ",
-               m->q[i]->sym->name, m->q[i]->sym->name, m->q[i]->sym->name);
+               ch_sym_of(m->q[i])->name, ch_sym_of(m->q[i])->name, ch_sym_of(m->q[i])->name);
         append_verdict(why, sizeof why, ctx, m, q);
         if (q->verdict == 1 && d->lag.k) {
             if (q->in_distribution == 1)
                 ch_str_append(why, sizeof why, "; the constraints cannot act along %s",
-                       m->q[i]->sym->name);
+                       ch_sym_of(m->q[i])->name);
             else if (q->reaction_power_max >= 0)
                 ch_str_append(why, sizeof why, "; R_%s = 0 on the constraint manifold "
                        "although the constraints can act along %s (reaction "
-                       "annihilator)", m->q[i]->sym->name, m->q[i]->sym->name);
+                       "annihilator)", ch_sym_of(m->q[i])->name, ch_sym_of(m->q[i])->name);
         }
         q->reason = ch_ctx_strdup(ctx, why);
         if (!q->reason) return -1;
@@ -607,7 +609,7 @@ void ch_audit_write_text(ch_buf *o, const ch_audit *a,
             ch_buf_put(o, "-S^T (S S^T)^-1 s (least squares)");
         ch_buf_put(o, ":");
         for (size_t i = 0; i < m->n; i++) {
-            ch_buf_printf(o, " %s%s = ", i ? ", " : "", m->q[i]->sym->name);
+            ch_buf_printf(o, " %s%s = ", i ? ", " : "", ch_sym_of(m->q[i])->name);
             ch_print(o, a->xi[i], CH_STYLE_TEXT);
         }
         ch_buf_put(o, "\n");

@@ -182,7 +182,7 @@ static vdeg vdeg_node(vdeg_memo *m, const ch_expr *e)
     case CH_NUM:
         return zero;
     case CH_SYM:
-        return e->sym->kind == CH_SYM_VEL ? vdeg_make(1, 1) : zero;
+        return ch_sym_of(e)->kind == CH_SYM_VEL ? vdeg_make(1, 1) : zero;
     case CH_ADD: {
         int have = !fmpq_is_zero(e->num);
         vdeg d = zero;
@@ -216,8 +216,8 @@ static vdeg vdeg_node(vdeg_memo *m, const ch_expr *e)
     case CH_FUN: {
         /* degree-0 arguments only: the node is then invariant too */
         for (uint32_t i = 0; i < e->n; i++) {
-            if (!e->arg[i]) return bad;
-            vdeg t = vdeg_of(m, e->arg[i]);
+            if (!e->pair[i].e) return bad;
+            vdeg t = vdeg_of(m, e->pair[i].e);
             if (!t.ok || t.p != 0) return bad;
         }
         return zero;
@@ -353,7 +353,7 @@ static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
         if (z.have_witness) {
             double v = ch_eval_d(ctx, C->energy_balance, z.witness);
             ch_str_append(why, sizeof why, " (t = %.6g) dE/dt = %.6g",
-                   z.witness[m->t->sym->sid], v);
+                   z.witness[ch_sym_of(m->t)->sid], v);
         } else {
             ch_str_append(why, sizeof why, " dE/dt != 0");
         }

@@ -332,8 +332,8 @@ int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         return -1;
     }
     for (size_t s = 0; s < w.nsyms; s++) w.coord[s] = -1;
-    for (size_t a = 0; a < n; a++) w.coord[m->q[a]->sym->sid] = (int)a;
-    w.coord[m->t->sym->sid] = (int)n;
+    for (size_t a = 0; a < n; a++) w.coord[ch_sym_of(m->q[a])->sid] = (int)a;
+    w.coord[ch_sym_of(m->t)->sid] = (int)n;
     int rc = collect(&w, out);
     free(w.coord);
     free(w.found);

@@ -181,11 +181,11 @@ static int make_momenta(hwork *w, ch_error *err)
     w->h->y = ch_mat_new(w->ctx, w->m, 1);
     if (!w->h->y) return failed(w, err);
     for (size_t r = 0; r < w->m; r++) {
-        const ch_sym *q = w->model->q[w->r->mf->indep[r]]->sym;
+        const ch_sym *q = ch_sym_of(w->model->q[w->r->mf->indep[r]]);
         char name[512];
         snprintf(name, sizeof name, "y_%s", q->name);
         const ch_expr *old = ch_symbol_find(w->ctx, name);
-        if (old && old->sym->kind != CH_SYM_OTHER)
+        if (old && ch_sym_of(old)->kind != CH_SYM_OTHER)
             return ch_error_set(err, CH_ERR_MODEL, w->model->file, 0, 0,
                                 "the name '%s' of the Hamiltonian momentum of "
                                 "coordinate '%s' is taken by another symbol",

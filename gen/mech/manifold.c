@@ -53,7 +53,7 @@ static void velocity_names(const ch_model *m, const int *idx, size_t k,
     buf[0] = 0;
     for (size_t i = 0; i < k && used < size; i++) {
         int w = snprintf(buf + used, size - used, "%s%s'", i ? ", " : "",
-                         m->q[idx[i]]->sym->name);
+                         ch_sym_of(m->q[idx[i]])->name);
         if (w < 0) break;
         used += (size_t)w;
     }
@@ -202,7 +202,7 @@ static int make_multipliers(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
         char name[32];
         snprintf(name, sizeof name, "lambda_%zu", a + 1);
         const ch_expr *old = ch_symbol_find(ctx, name);
-        if (old && old->sym->kind != CH_SYM_OTHER) {
+        if (old && ch_sym_of(old)->kind != CH_SYM_OTHER) {
             ch_pos p = declared_at(m, old);
             return ch_error_set(err, CH_ERR_MODEL, m->file, p.line, p.col,
                                 "the name %s is reserved for multipliers", name);
@@ -347,7 +347,7 @@ static double draw(flint_rand_t rnd, double lo, double hi, int sign)
 
 static void set_sym(arb_struct *sv, const ch_expr *s, double v)
 {
-    arb_set_d(sv + s->sym->sid, v);
+    arb_set_d(sv + ch_sym_of(s)->sid, v);
 }
 
 static void draw_free(const ch_manifold *mf, flint_rand_t rnd, arb_struct *sv,
@@ -482,7 +482,7 @@ static int lin_solve_d(double *a, double *b, size_t k)
 
 static uint32_t dep_sid(const ch_manifold *mf, size_t a)
 {
-    return mf->model->qt[mf->dep[a]]->sym->sid;
+    return ch_sym_of(mf->model->qt[mf->dep[a]])->sid;
 }
 
 /* The same for a block that is triangular up to the permutation of s:
@@ -937,9 +937,9 @@ static int solve_kkt(const ch_manifold *mf, arb_struct *sv, slong prec)
     int rc = -1;
     if (kkt_fill(mf, A, B, sv, wp) || !arb_mat_solve(X, A, B, wp)) goto out;
     for (slong i = 0; i < n; i++)
-        arb_set_round(sv + mf->model->qtt[i]->sym->sid, arb_mat_entry(X, i, 0), prec);
+        arb_set_round(sv + ch_sym_of(mf->model->qtt[i])->sid, arb_mat_entry(X, i, 0), prec);
     for (slong a = 0; a < k; a++)
-        arb_set_round(sv + mf->lambda[a]->sym->sid, arb_mat_entry(X, n + a, 0), prec);
+        arb_set_round(sv + ch_sym_of(mf->lambda[a])->sid, arb_mat_entry(X, n + a, 0), prec);
     rc = 0;
 out:
     arb_mat_clear(A);
