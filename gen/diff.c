@@ -149,6 +149,83 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
     return r;
 }
 
+/* ---- the terms of a long sum by symbol --------------------------------
+ *
+ * A long sum (a chain's flattened velocity, a momentum) is differentiated
+ * by many symbols, and each partial derivative looked at every term to
+ * find the few that hold the symbol: O(n) per derivative, O(n^3) for the
+ * n-trailer's O(n) sums of O(n) terms by O(n) symbols. From its second
+ * partial derivative on, a sum of TERMS_MIN terms or more has an index:
+ * its (symbol, term) incidences sorted, so that a derivative visits the
+ * terms that hold its symbol, in the same order as the scan did. */
+#define TERMS_MIN 64
+
+typedef struct {
+    size_t n;       /* incidences */
+    uint64_t at[];  /* sid << 32 | term, increasing */
+} term_index;
+
+static const term_index SEEN_ONCE[1]; /* (no index yet: asked once) */
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The index of the sum e, NULL when the terms are to be scanned (asked
+ * the first time, or out of memory: the context failed). */
+static const term_index *term_index_of(ch_ctx *ctx, const ch_expr *e)
+{
+    ch_map *memo = ch_ctx_memo(ctx, CH_MEMO_TERMS);
+    const term_index *ix = ch_map_get(memo, e->id);
+    if (ix && ix != SEEN_ONCE) return ix;
+    if (!ix) {
+        if (ch_map_put(memo, e->id, (void *)SEEN_ONCE))
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const ch_symset *st = e->pair[i].e->symset;
+        for (size_t w = 0; w < st->n; w++)
+            for (uint64_t b = st->w[w].bits; b; b &= b - 1) n++;
+    }
+    term_index *t = ch_ctx_alloc(ctx, sizeof *t + (n ? n : 1) * sizeof *t->at);
+    if (!t) return NULL;
+    t->n = 0;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const ch_symset *st = e->pair[i].e->symset;
+        for (size_t w = 0; w < st->n; w++)
+            for (uint64_t b = st->w[w].bits; b; b &= b - 1)
+                t->at[t->n++] = (st->w[w].at * 64 + ch_lowest_bit(b)) << 32 | i;
+    }
+    qsort(t->at, t->n, sizeof *t->at, u64_cmp);
+    if (ch_map_put(memo, e->id, t)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    return t;
+}
+
+/* [*at, *end): the incidences of symbol sid in the index of the sum e; 0
+ * when e has no index (its terms are to be scanned). */
+static int terms_holding(ch_ctx *ctx, const ch_expr *e, uint64_t sid,
+                         const uint64_t **at, const uint64_t **end)
+{
+    const term_index *ix = term_index_of(ctx, e);
+    if (!ix) return 0;
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->at[mid] >> 32 < sid) lo = mid + 1;
+        else hi = mid;
+    }
+    *at = *end = ix->at + lo;
+    while (*end < ix->at + ix->n && **end >> 32 == sid) ++*end;
+    return 1;
+}
+
 static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
 {
     const ch_expr **terms = malloc(e->n * sizeof *terms);
@@ -163,8 +240,12 @@ static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
      * velocity, flattened) has one or two, and its zeros would otherwise
      * all pass through the linear combination */
     size_t nt = 0;
-    for (uint32_t i = 0; i < e->n; i++) {
-        if (!depends(e->pair[i].e, x)) continue;
+    const uint64_t *at = NULL, *end = NULL; /* the terms that hold x, when indexed */
+    int indexed = x->x && e->n >= TERMS_MIN && x->set == x->x->symset
+                  && terms_holding(ctx, e, ch_sym_of(x->x)->sid, &at, &end);
+    for (uint32_t i = 0; indexed ? at < end : i < e->n; i++) {
+        if (indexed) i = (uint32_t)*at++;
+        else if (!depends(e->pair[i].e, x)) continue;
         const ch_expr *d = deriv(ctx, e->pair[i].e, x);
         if (d && ch_is_zero(d)) continue;
         terms[nt] = d;

@@ -349,10 +349,11 @@ void *ch_map_get(const ch_map *m, uint64_t key);
 int ch_map_put(ch_map *m, uint64_t key, void *val); /* 0, or -1 on OOM */
 
 /* Memo tables the context owns (ids of the derivation modules; FACTOR:
- * ch_factor_sums without and with distributing, each ch_dist). */
+ * ch_factor_sums without and with distributing, each ch_dist; TERMS: a
+ * long sum's terms by symbol, for partial derivatives). */
 typedef enum {
     CH_MEMO_DIFF, CH_MEMO_DIFF_T, CH_MEMO_EXPAND, CH_MEMO_SUBST, CH_MEMO_FACTOR,
-    CH_MEMO_FACTOR_DIST, CH_MEMO_FACTOR_OLDEST, CH_MEMO_COUNT
+    CH_MEMO_FACTOR_DIST, CH_MEMO_FACTOR_OLDEST, CH_MEMO_TERMS, CH_MEMO_COUNT
 } ch_memo_id;
 ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which);
 /* A fresh empty map that lives (and is freed) with the context: the memo
