@@ -167,12 +167,6 @@ typedef struct {
 
 static const term_index SEEN_ONCE[1]; /* (no index yet: asked once) */
 
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The index of the sum e, NULL when the terms are to be scanned (asked
  * the first time, or out of memory: the context failed). */
 static const term_index *term_index_of(ch_ctx *ctx, const ch_expr *e)
@@ -200,7 +194,7 @@ static const term_index *term_index_of(ch_ctx *ctx, const ch_expr *e)
             for (uint64_t b = st->w[w].bits; b; b &= b - 1)
                 t->at[t->n++] = (st->w[w].at * 64 + ch_lowest_bit(b)) << 32 | i;
     }
-    qsort(t->at, t->n, sizeof *t->at, u64_cmp);
+    ch_sort_u64(t->at, t->n);
     if (ch_map_put(memo, e->id, t)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;

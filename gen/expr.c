@@ -587,19 +587,15 @@ static int words_grow(ch_ctx *ctx, size_t n)
 }
 
 /* The first of b's words from j on whose number is at least at, found by
- * galloping: a few words of a product's coefficient sought in the dozens
- * of a large sum's set cost O(log) each, where walking was O(words). */
+ * galloping (doubling steps, then ch_symset_seek past the last step
+ * short of it): a few words of a product's coefficient sought in the
+ * dozens of a large sum's set cost O(log) each, where walking was
+ * O(words). */
 static size_t gallop(const ch_symset *b, size_t j, uint64_t at)
 {
     size_t step = 1;
     while (j + step < b->n && b->w[j + step].at < at) step *= 2;
-    size_t lo = j + step / 2, hi = j + step < b->n ? j + step : b->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->w[mid].at < at) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+    return ch_symset_seek(b, j + step / 2, at);
 }
 
 static int subset(const ch_symset *a, const ch_symset *b)
