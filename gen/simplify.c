@@ -540,6 +540,7 @@ typedef struct {
      * otherwise generic_rel): see preduce. */
     fmpq_mpoly_struct *tail;
     slong *lead_var, *degs;
+    ulong *mono; /* exponents of one monomial (conv_monomial) */
     ulong *lead_pow;
     int generic_rel;
     ch_map val;       /* node id -> nf_frac* */
@@ -589,6 +590,7 @@ static void nf_clear(nf_state *s)
     free(s->lead_var);
     free(s->lead_pow);
     free(s->degs);
+    free(s->mono);
     free(s->var_expr);
     free(s->atoms);
     ch_map_free(&s->atom_of);
@@ -846,8 +848,9 @@ static int nf_setup_ring(nf_state *s)
     s->lead_var = malloc((n ? n : 1) * sizeof *s->lead_var);
     s->lead_pow = malloc((n ? n : 1) * sizeof *s->lead_pow);
     s->degs = malloc((n ? n : 1) * sizeof *s->degs);
+    s->mono = calloc(n ? n : 1, sizeof *s->mono);
     if (!keys || !s->var_expr || !s->rel || !s->quo || !s->relp || !s->quop
-        || !s->tail || !s->lead_var || !s->lead_pow || !s->degs) {
+        || !s->tail || !s->lead_var || !s->lead_pow || !s->degs || !s->mono) {
         free(keys);
         return -1;
     }
@@ -1118,6 +1121,7 @@ static void frac_set(nf_state *s, nf_frac *f, const nf_frac *g)
  * monic, so equal denominators compare equal. */
 static int frac_normalize(nf_state *s, nf_frac *f)
 {
+    if (fmpq_mpoly_is_one(f->den, s->mctx)) return 1;
     fmpq_t c;
     fmpq_init(c);
     int ok = 1;
@@ -1326,8 +1330,42 @@ big:
     return 0;
 }
 
+/* A product of atoms to non-negative integer powers, a term of an
+ * expansion, that no relation reduces: its monomial, set at once where
+ * conv_mul would multiply and reduce factor by factor to the same
+ * polynomial (of degree at most NF_MAX_DEG, within every bound). 1 when
+ * done, 0 when conv_mul must convert e. */
+static int conv_monomial(nf_state *s, const ch_expr *e, nf_frac *f)
+{
+    ulong total = 0;
+    uint32_t i;
+    for (i = 0; i < e->n; i++) {
+        const ch_pair *p = &e->pair[i];
+        uintptr_t a = p->e->kind == CH_SYM || p->e->kind == CH_FUN
+                          ? (uintptr_t)ch_map_get(&s->atom_of, p->e->id)
+                          : 0;
+        if (!a || !fmpz_is_one(fmpq_denref(p->c)) || fmpq_sgn(p->c) < 0
+            || fmpz_cmp_ui(fmpq_numref(p->c), NF_MAX_DEG - total) > 0)
+            break;
+        ulong k = fmpz_get_ui(fmpq_numref(p->c));
+        s->mono[s->atoms[a - 1].var] = k;
+        total += k;
+    }
+    int done = i == e->n;
+    if (done) {
+        fmpq_mpoly_zero(f->num, s->mctx);
+        fmpq_mpoly_set_coeff_fmpq_ui(f->num, e->num, s->mono, s->mctx);
+        fmpq_mpoly_one(f->den, s->mctx);
+        done = lead_free(s, f->num);
+    }
+    while (i-- > 0) /* back to zeros for the next monomial */
+        s->mono[s->atoms[(uintptr_t)ch_map_get(&s->atom_of, e->pair[i].e->id) - 1].var] = 0;
+    return done;
+}
+
 static int conv_mul(nf_state *s, const ch_expr *e, nf_frac *f)
 {
+    if (conv_monomial(s, e, f)) return 1;
     int ok = 1;
     fmpq_mpoly_t p, q;
     fmpq_mpoly_init(p, s->mctx);
@@ -1577,6 +1615,53 @@ static size_t poly_tree_lower(nf_state *s, const fmpq_mpoly_t p, size_t cap)
     return n;
 }
 
+/* Whether e is a polynomial over atoms that the normal form keeps as
+ * they are in an expansion: numbers, symbols and functions other than
+ * tan and tanh (canon_node writes those as quotients), under sums and
+ * products with non-negative integer exponents. Such an e and its
+ * expansion are one polynomial over the same atoms (canon_node expands
+ * arguments as ch_expand does), so they have one normal form. seen: ids
+ * already found polynomial. 1, 0, or -1 when out of memory. */
+static int polynomial(const ch_expr *e, ch_map *seen)
+{
+    switch (e->kind) {
+    case CH_NUM:
+    case CH_SYM:
+        return 1;
+    case CH_FUN:
+        return e->fun != CH_F_TAN && e->fun != CH_F_TANH;
+    case CH_ADD:
+    case CH_MUL:
+        break;
+    default:
+        return 0;
+    }
+    if (ch_map_get(seen, e->id)) return 1;
+    for (uint32_t i = 0; i < e->n; i++) {
+        const fmpq *c = e->pair[i].c;
+        if (e->kind == CH_MUL && (!fmpz_is_one(fmpq_denref(c)) || fmpq_sgn(c) < 0))
+            return 0;
+        int r = polynomial(e->pair[i].e, seen);
+        if (r <= 0) return r;
+    }
+    return ch_map_put(seen, e->id, (void *)1) ? -1 : 1;
+}
+
+/* The expansion of a polynomial e when ch_expand already made it (the
+ * display tidy tries the expansion first): its normal form costs a sum of
+ * monomials, where e's costs the products of the expansion over again in
+ * polynomial arithmetic. e otherwise. */
+static const ch_expr *expanded_if_known(ch_ctx *ctx, const ch_expr *e)
+{
+    const ch_expr *x = ch_map_get(ch_ctx_memo(ctx, CH_MEMO_EXPAND), e->id);
+    if (!x || x == e) return e;
+    ch_map seen;
+    ch_map_init(&seen);
+    int poly = polynomial(e, &seen);
+    ch_map_free(&seen);
+    return poly == 1 ? x : e;
+}
+
 const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree)
 {
     if (!e) return NULL;
@@ -1590,7 +1675,7 @@ const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree
         s.max_product = SIMPLIFY_PRODUCT_PER_TERM * (double)s.max_terms;
     }
     const ch_expr *res = NULL;
-    nf_frac *f = nf_run(&s, e);
+    nf_frac *f = nf_run(&s, expanded_if_known(ctx, e));
     if (f && frac_cancel(&s, f) && preduce(&s, f->num)) {
         /* building a form that cannot be within max_tree is the costly
          * part of a normal form that does not shorten */
