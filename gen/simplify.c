@@ -1354,7 +1354,10 @@ static int conv_monomial(nf_state *s, const ch_expr *e, nf_frac *f)
     int done = i == e->n;
     if (done) {
         fmpq_mpoly_zero(f->num, s->mctx);
-        fmpq_mpoly_set_coeff_fmpq_ui(f->num, e->num, s->mono, s->mctx);
+        if (!fmpq_is_zero(e->num)) { /* one term: no sorting, no like terms */
+            fmpq_mpoly_push_term_fmpq_ui(f->num, e->num, s->mono, s->mctx);
+            fmpq_mpoly_reduce(f->num, s->mctx);
+        }
         fmpq_mpoly_one(f->den, s->mctx);
         done = lead_free(s, f->num);
     }
