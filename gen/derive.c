@@ -147,9 +147,11 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
      * 33x or less; two entries of the 10-trailer at 58x and 64x took
      * 0.8 ms of normal form each to print 7x longer) */
     int simplify = size <= TIDY_SIMPLIFY_MAX && blowup < TIDY_SIMPLIFY_BLOWUP;
+    const ch_expr *x = expand ? budgeted(ctx, expansion, e, best_len) : NULL;
+    /* where the normal form is the expansion, it is not shorter */
+    if (x && ch_normal_form_is_expansion(ctx, e, x)) simplify = 0;
     const ch_expr *cand[3] = {
-        e, expand ? budgeted(ctx, expansion, e, best_len) : NULL,
-        simplify ? budgeted(ctx, ch_simplify_within, e, best_len) : NULL};
+        e, x, simplify ? budgeted(ctx, ch_simplify_within, e, best_len) : NULL};
     const ch_expr *best = e;
     for (int i = 1; i < 3; i++) {
         size_t len = cand[i] ? ch_tree_size(cand[i], best_len) : best_len;

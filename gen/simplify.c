@@ -1665,6 +1665,38 @@ static const ch_expr *expanded_if_known(ch_ctx *ctx, const ch_expr *e)
     return poly == 1 ? x : e;
 }
 
+/* Whether a term of an expansion (a product of atoms, or an atom) is
+ * free of the relations' leading monomials cos(u)^2 and cosh(u)^2. 0
+ * also for anything but atoms and their products. */
+static int term_reduced(const ch_expr *t)
+{
+    uint32_t n = t->kind == CH_MUL ? t->n : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const ch_expr *a = t->kind == CH_MUL ? t->pair[i].e : t;
+        if (a->kind == CH_SYM) continue;
+        if (a->kind != CH_FUN) return 0;
+        if ((a->fun == CH_F_COS || a->fun == CH_F_COSH) && t->kind == CH_MUL
+            && fmpz_cmp_ui(fmpq_numref(t->pair[i].c), 2) >= 0)
+            return 0;
+    }
+    return 1;
+}
+
+int ch_normal_form_is_expansion(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
+{
+    if (!e || !x || ch_map_get(ch_ctx_memo(ctx, CH_MEMO_EXPAND), e->id) != x) return 0;
+    uint32_t n = x->kind == CH_ADD ? x->n : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const ch_expr *t = x->kind == CH_ADD ? x->pair[i].e : x;
+        if (t->kind != CH_NUM && !term_reduced(t)) return 0;
+    }
+    ch_map seen;
+    ch_map_init(&seen);
+    int poly = polynomial(e, &seen);
+    ch_map_free(&seen);
+    return poly == 1;
+}
+
 const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree)
 {
     if (!e) return NULL;

@@ -40,6 +40,15 @@ const ch_expr *ch_simplify(ch_ctx *ctx, const ch_expr *e);
  * factors fails (NULL, CH_ERR_LIMIT) before it is built. */
 const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree);
 
+/* 1 when x, the expansion ch_expand made of e, is e's normal form: e is
+ * a polynomial over the atoms (sums and products with non-negative
+ * integer exponents of numbers, symbols and functions other than tan and
+ * tanh) and no term of x has a factor cos(u)^k or cosh(u)^k with k >= 2,
+ * the leading monomials of the relations. Then ch_simplify(e) is x (a
+ * display tidy that has x need not compute it). 0 otherwise, or when
+ * unsure (out of memory, x not e's known expansion). */
+int ch_normal_form_is_expansion(ch_ctx *ctx, const ch_expr *e, const ch_expr *x);
+
 /* e with sin(u)^2 + cos(u)^2 = 1 and cosh(u)^2 - sinh(u)^2 = 1 applied:
  * its ch_simplify form where e is a sum of at most 64 DAG nodes with a
  * squared sine, cosine or hyperbolic factor and that form is smaller as a

@@ -525,6 +525,14 @@ static void test_known_expansion(void)
     CHECK(simp(p) == sub(add(sub(mul(mul(n(2), y), c), mul(y, s)), n(2)),
                          add(mul(n(2), pw(s, 2)), mul(s, c))));
 
+    /* the normal form is the expansion: no cos^2 to reduce, no quotient */
+    const ch_expr *sy = pw(add(s, y), 2), *cy = pw(add(c, y), 2);
+    const ch_expr *ty = pw(add(fn(CH_F_TAN, x), y), 2);
+    CHECK(ch_normal_form_is_expansion(ctx, sy, ex(sy)) == 1 && simp(sy) == ex(sy));
+    CHECK(ch_normal_form_is_expansion(ctx, cy, ex(cy)) == 0);
+    CHECK(ch_normal_form_is_expansion(ctx, ty, ex(ty)) == 0);
+    CHECK(ch_normal_form_is_expansion(ctx, sy, ex(cy)) == 0); /* not its expansion */
+
     ch_ctx *c1 = ch_ctx_new(), *c2 = ch_ctx_new();
     const ch_expr *s1[3], *s2[3];
     const char *names[3] = {"p", "q", "r"};
@@ -537,7 +545,7 @@ static void test_known_expansion(void)
     ch_buf t1, t2;
     ch_buf_init(&t1);
     ch_buf_init(&t2);
-    int compared = 0, reduced = 0;
+    int compared = 0, reduced = 0, is_expansion = 0;
     for (int it = 0; it < 1000; it++) {
         const ch_expr *e1 = rx_poly(c1, &r1, s1, 4), *e2 = rx_poly(c2, &r2, s2, 4);
         CHECK_MSG(e1 && e2, "no polynomial at %d", it);
@@ -552,13 +560,18 @@ static void test_known_expansion(void)
         CHECK_MSG(strcmp(t1.s, t2.s) == 0, "iteration %d: %s against %s", it, t1.s, t2.s);
         compared++;
         reduced += n1 && n1 != x1; /* the relations changed the expansion */
+        if (ch_normal_form_is_expansion(c1, e1, x1) == 1) {
+            CHECK_MSG(n1 == x1, "iteration %d: the normal form is not the expansion", it);
+            is_expansion++;
+        }
     }
     ch_buf_free(&t1);
     ch_buf_free(&t2);
     CHECK(compared >= 300);
     CHECK(reduced >= 100);
-    printf("known expansion: %d polynomials compared, %d reduced by the relations\n",
-           compared, reduced);
+    CHECK(is_expansion >= 100);
+    printf("known expansion: %d polynomials compared, %d reduced by the relations, "
+           "%d found in normal form\n", compared, reduced, is_expansion);
     ch_ctx_free(c1);
     ch_ctx_free(c2);
 }
