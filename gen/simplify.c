@@ -1650,6 +1650,16 @@ static int polynomial(const ch_expr *e, ch_map *seen)
     return ch_map_put(seen, e->id, (void *)1) ? -1 : 1;
 }
 
+/* polynomial() of a whole DAG; 0 also when out of memory. */
+static int is_polynomial(const ch_expr *e)
+{
+    ch_map seen;
+    ch_map_init(&seen);
+    int r = polynomial(e, &seen);
+    ch_map_free(&seen);
+    return r == 1;
+}
+
 /* The expansion of a polynomial e when ch_expand already made it (the
  * display tidy tries the expansion first): its normal form costs a sum of
  * monomials, where e's costs the products of the expansion over again in
@@ -1657,12 +1667,7 @@ static int polynomial(const ch_expr *e, ch_map *seen)
 static const ch_expr *expanded_if_known(ch_ctx *ctx, const ch_expr *e)
 {
     const ch_expr *x = ch_map_get(ch_ctx_memo(ctx, CH_MEMO_EXPAND), e->id);
-    if (!x || x == e) return e;
-    ch_map seen;
-    ch_map_init(&seen);
-    int poly = polynomial(e, &seen);
-    ch_map_free(&seen);
-    return poly == 1 ? x : e;
+    return x && x != e && is_polynomial(e) ? x : e;
 }
 
 /* Whether a term of an expansion (a product of atoms, or an atom) is
@@ -1690,11 +1695,7 @@ int ch_normal_form_is_expansion(ch_ctx *ctx, const ch_expr *e, const ch_expr *x)
         const ch_expr *t = x->kind == CH_ADD ? x->pair[i].e : x;
         if (t->kind != CH_NUM && !term_reduced(t)) return 0;
     }
-    ch_map seen;
-    ch_map_init(&seen);
-    int poly = polynomial(e, &seen);
-    ch_map_free(&seen);
-    return poly == 1;
+    return is_polynomial(e);
 }
 
 const ch_expr *ch_simplify_within(ch_ctx *ctx, const ch_expr *e, size_t max_tree)
