@@ -276,14 +276,9 @@ static int is_constant_like(printer *pr, const ch_expr *e)
         pr->depth--;
         return 0;
     }
-    int constant = 1;
-    if (e->kind == CH_FUN || e->kind == CH_POW) {
-        for (uint32_t k = 0; k < e->n && k < 2 && constant; k++)
-            constant = is_constant_like(pr, e->pair[k].e);
-    } else {
-        for (uint32_t k = 0; k < e->n && constant; k++)
-            constant = is_constant_like(pr, e->pair[k].e);
-    }
+    int constant = 1; /* every kind keeps its children in pair[] */
+    for (uint32_t k = 0; k < e->n && constant; k++)
+        constant = is_constant_like(pr, e->pair[k].e);
     pr->depth--;
     note *n = note_make(pr, e);
     if (n) n->known |= NOTE_CONST | (constant ? NOTE_CONST_YES : 0);
@@ -717,12 +712,7 @@ static int tree_within(const ch_expr *e, int *budget)
     switch (e->kind) {
     case CH_NUM:
     case CH_SYM: return 1;
-    case CH_FUN:
-    case CH_POW:
-        for (uint32_t k = 0; k < e->n && k < 2; k++)
-            if (!tree_within(e->pair[k].e, budget)) return 0;
-        return 1;
-    default:
+    default: /* sums, products, function arguments, a power's base and exponent */
         for (uint32_t k = 0; k < e->n; k++)
             if (!tree_within(e->pair[k].e, budget)) return 0;
         return 1;
