@@ -23,6 +23,7 @@
 #include "emit_red.h"
 #include "kane.h"
 #include "matrix.h"
+#include "simplify.h"
 #include "subst.h"
 #include "version.h"
 
@@ -829,27 +830,96 @@ static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *
     ch_emit_small_solve(code, mi, anz, ops);
 }
 
-/* kn_acc from a program of A and f (m*m + m values, then what the solve
- * needs): the symbolic reduced equations (kn_red's program; what
- * "symbolic" says) or the substituted ones ("substituted"), then A
- * solved (solve, which checks the pivots of G_d first on the
- * substituted path). */
-static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve, int subst)
+/* Where kn_acc's program comes from (acc_program). */
+typedef enum { ACC_SYM, ACC_SUB, ACC_DIAG } acc_kind;
+
+/* The largest DAG of an entry M*_ii that diagonal_outputs brings into
+ * normal form (which expands it). */
+#define DIAG_MAX_NODES 300
+
+/* Where M* is diagonal (red_outputs' off-diagonal entries 0, the
+ * diagonal's not), outs with each M*_ii in normal form and f_i replaced
+ * by f_i / M*_ii: the knife edge's m + m*tan(phi)^2 is m/cos(phi)^2,
+ * whose factors cancel against f_i's in the product, so that kn_acc
+ * divides by no pivot (and M*_ii costs two products where it took five
+ * operations). NULL when M* is not diagonal, or an entry is larger than
+ * DIAG_MAX_NODES or has no normal form (NULL with the emitter failed
+ * when out of memory). */
+static const ch_expr **diagonal_outputs(emitter *e, const ch_expr *const *outs)
+{
+    ch_ctx *ctx = e->ctx;
+    size_t mi = e->mi;
+    for (size_t i = 0; i < mi; i++)
+        for (size_t j = 0; j < mi; j++)
+            if ((i != j) != ch_is_zero(outs[i * mi + j])) return NULL;
+    const ch_expr **o = earr(e, mi * mi + mi);
+    if (!o) return NULL;
+    for (size_t j = 0; j < mi * mi; j++) o[j] = outs[j];
+    for (size_t i = 0; i < mi; i++) {
+        const ch_expr *a = outs[i * mi + i];
+        if (ch_dag_size_capped(a, DIAG_MAX_NODES) > DIAG_MAX_NODES
+            || !(o[i * mi + i] = ch_simplify(ctx, a))
+            || !(o[mi * mi + i] = ch_div(ctx, outs[mi * mi + i], o[i * mi + i]))) {
+            if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) e->failed = 1;
+            else ch_ctx_clear_error(ctx); /* a limit: no such candidate */
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* The diagonal candidate's end: vt[i] = f_i / M*_ii from the program,
+ * then the pivots M*_ii (ref[i*m+i]) tested as la_solve's LU tests a
+ * diagonal matrix, each against the largest in magnitude: M* is
+ * singular here where la_solve would call it singular (the knife edge
+ * at phi = pi/2, where M*_xx = m/cos(phi)^2 is 10^32 times M*_phiphi).
+ * The accelerations are written before the test (which makes them
+ * garbage when it fails, as in the other candidates): written after it,
+ * GCC stored the last velocity that the rhs copies and the first
+ * acceleration as one vector, and in a dependent chain of calls the next
+ * angle waited for the acceleration (the knife edge took 1.5 times as
+ * long). */
+static void diagonal_solve(emitter *e, char *const *ref, ch_buf *code)
 {
     size_t mi = e->mi;
-    if (subst)
+    for (size_t i = 0; i < mi; i++)
+        ch_buf_printf(code, "    vt[%zu] = %s;\n", i, ref[mi * mi + i]);
+    ch_buf_printf(code, "    {\n        double amax = fabs(%s);\n", ref[0]);
+    for (size_t i = 1; i < mi; i++)
+        ch_buf_printf(code, "        if (fabs(%s) > amax) amax = fabs(%s);\n", ref[i * mi + i],
+                      ref[i * mi + i]);
+    for (size_t i = 0; i < mi; i++)
+        ch_buf_printf(code, "        if (!(fabs(%s) > 1e-14 * amax)) return 1;\n",
+                      ref[i * mi + i]);
+    ch_buf_put(code, "    }\n    return 0;\n");
+}
+
+/* kn_acc from a program of A and f (m*m + m values, then what the solve
+ * needs): the symbolic reduced equations (kn_red's program; what
+ * "symbolic" says), the substituted ones ("substituted") or, for a
+ * diagonal M*, its diagonal and the quotients f_i / M*_ii ("diagonal"),
+ * then A solved or, diagonal, its pivots tested (solve, which checks the
+ * pivots of G_d first on the substituted path). */
+static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve, acc_kind kind)
+{
+    size_t mi = e->mi;
+    if (kind == ACC_SUB)
         ch_buf_printf(&e->kern, "/* Independent accelerations from M* and f built on the full form's\n"
                          " * values by substitution (%zu values; ", prog->n);
+    else if (kind == ACC_DIAG)
+        ch_buf_printf(&e->kern, "/* Independent accelerations f_i / M*_ii of the symbolic reduced\n"
+                         " * equations, M* diagonal (%zu values; ", prog->n);
     else
         ch_buf_printf(&e->kern, "/* Independent accelerations from the symbolic reduced equations (M*\n"
                          " * and f, %zu values; ", prog->n);
     ch_opcount_print(&e->kern, &prog->after);
     ch_buf_printf(&e->kern, "): 0, or 1 when %s is singular. */\n"
                      "static int kn_acc(double t, const double *x, const double *p, %sdouble *v,\n"
-                     "                  double *vt)\n{\n"
-                     "    double ws[%zu];\n    int piv[%zu];\n"
-                     "    (void)t; (void)x; (void)p; (void)v;\n",
-                  subst ? "G_d or M*" : "M*", e->fused ? "" : "const ", mi * mi + 1, mi + 1);
+                     "                  double *vt)\n{\n",
+                  kind == ACC_SUB ? "G_d or M*" : "M*", e->fused ? "" : "const ");
+    if (kind != ACC_DIAG) /* (the diagonal test needs no la_solve) */
+        ch_buf_printf(&e->kern, "    double ws[%zu];\n    int piv[%zu];\n", mi * mi + 1, mi + 1);
+    ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
     ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
     ch_buf_putn(&e->kern, solve->s, solve->len);
     ch_buf_put(&e->kern, "}\n\n");
@@ -1615,16 +1685,19 @@ static ch_opcount beyond_alpha(const emitter *e, ch_opcount c, int fused)
  * one is built last, factored only when it could win (SYM_FACTOR_GAIN). */
 static void fun_acc(emitter *e)
 {
-    const ch_expr **outs = red_outputs(e), **souts = NULL;
-    ch_cse_prog prog, vals, sprog;
-    int sym_fused = 0, pruned = 0, num_pruned = 0, have_sym = 0;
+    const ch_expr **outs = red_outputs(e), **souts = NULL, **douts = NULL;
+    const ch_expr *const *routs = outs; /* (sym_prog may replace outs) */
+    ch_cse_prog prog, vals, sprog, dprog;
+    int sym_fused = 0, pruned = 0, num_pruned = 0, have_sym = 0, have_diag = 0;
+    int diag_fused = 0, diag_pruned = 0;
     if (!outs) return;
     ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0}, bcmp = sub;
-    ch_opcount solve_ops = {0, 0, 0, 0};
-    ch_buf code, solve, ssolve;
+    ch_opcount solve_ops = {0, 0, 0, 0}, diag = sub;
+    ch_buf code, solve, ssolve, dsolve;
     ch_buf_init(&code);
     ch_buf_init(&solve);
     ch_buf_init(&ssolve);
+    ch_buf_init(&dsolve);
     int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0, sub_kane = 0;
     /* the substituted, then the numeric candidate first: the cheapest so
      * far decides whether the next is worth its variants */
@@ -1664,14 +1737,23 @@ static void fun_acc(emitter *e)
         symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
         opcount_add(&sym, &solve_ops);
     }
+    if (!e->failed && !skip_sym && (douts = diagonal_outputs(e, routs))
+        && sym_prog(e, &douts, &dprog, &diag_fused, other, &diag_pruned) == 0) {
+        have_diag = 1;
+        diag = dprog.after;
+        diagonal_solve(e, dprog.ref, &dsolve);
+    }
     /* ties go to the symbolic, then the numeric candidate */
-    enum { SYM, NUM, SUB } use = SYM;
+    enum { SYM, NUM, SUB, DIAG } use = SYM;
     ch_opcount scmp = beyond_alpha(e, sym, sym_fused), best = scmp;
+    ch_opcount dcmp = beyond_alpha(e, diag, diag_fused);
     int none = !have_sym; /* no candidate yet */
     if (have_vals && (none || opcount_total(&ncmp) < opcount_total(&best)))
         use = NUM, best = ncmp, none = 0;
     if (have_sub && (none || opcount_total(&bcmp) < opcount_total(&best)))
         use = SUB, best = bcmp, none = 0;
+    if (have_diag && (none || opcount_total(&dcmp) < opcount_total(&best)))
+        use = DIAG, best = dcmp, none = 0;
     if (e->failed || none) {
         /* nothing is written */
     } else if (use == NUM) {
@@ -1681,29 +1763,46 @@ static void fun_acc(emitter *e)
         opcount_add(&e->after, &num);
     } else if (use == SUB) {
         e->fused = sub_fused;
-        acc_program(e, &sprog, &ssolve, 1);
+        acc_program(e, &sprog, &ssolve, ACC_SUB);
         opcount_add(&e->before, &sprog.before);
         opcount_add(&e->after, &sub);
+    } else if (use == DIAG) {
+        e->fused = diag_fused;
+        acc_program(e, &dprog, &dsolve, ACC_DIAG);
+        opcount_add(&e->before, &dprog.before);
+        opcount_add(&e->after, &diag);
     } else {
         e->fused = sym_fused;
-        acc_program(e, &prog, &solve, 0);
+        acc_program(e, &prog, &solve, ACC_SYM);
         opcount_add(&e->before, &prog.before);
         opcount_add(&e->after, &sym);
     }
     if (have_sym) ch_cse_prog_free(&prog);
     if (have_vals) ch_cse_prog_free(&vals);
     if (have_sub) ch_cse_prog_free(&sprog);
-    if (code.oom || solve.oom || ssolve.oom) {
+    if (have_diag) ch_cse_prog_free(&dprog);
+    if (code.oom || solve.oom || ssolve.oom || dsolve.oom) {
         e->failed = 1;
         ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     }
     ch_buf_free(&code);
     ch_buf_free(&solve);
     ch_buf_free(&ssolve);
+    ch_buf_free(&dsolve);
     if (e->failed) return;
+    char diagnote[64] = "";
+    if (have_diag)
+        snprintf(diagnote, sizeof diagnote, "; diagonal M*, f_i / M*_ii: %.0f",
+                 opcount_total(&dcmp));
     if (e->k == 0) {
-        snprintf(e->acc_note, sizeof e->acc_note,
-                 "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
+        if (have_diag)
+            snprintf(e->acc_note, sizeof e->acc_note,
+                     "%s (no constraints), %.0f operations per call (symbolic reduced right "
+                     "side and M* solve: %.0f%s)", use == DIAG ? "diagonal" : "symbolic",
+                     opcount_total(&best), opcount_total(&sym), diagnote);
+        else
+            snprintf(e->acc_note, sizeof e->acc_note,
+                     "symbolic (no constraints), %.0f operations per call", opcount_total(&sym));
         return;
     }
     char subnote[64] = "", symnote[112];
@@ -1719,13 +1818,14 @@ static void fun_acc(emitter *e)
     else
         snprintf(symnote, sizeof symnote, "symbolic reduced right side and M* solve: %.0f",
                  opcount_total(&scmp));
-    snprintf(e->acc_note, sizeof e->acc_note, "%s, %.0f operations per call (%s: %.0f%s%s; %s)",
-             use == NUM ? "numeric" : use == SUB ? "substituted" : "symbolic",
+    snprintf(e->acc_note, sizeof e->acc_note, "%s, %.0f operations per call (%s: %.0f%s%s; %s%s)",
+             use == NUM ? "numeric" : use == SUB ? "substituted" : use == DIAG ? "diagonal"
+                                                                             : "symbolic",
              opcount_total(&best),
              tri ? "numeric, M G b r with triangular G_d substitution"
                  : "numeric, M G b r with an LU solve for G_d",
              opcount_total(&ncmp), num_pruned ? ", values unfactored: its solve alone costs more" : "",
-             subnote, symnote);
+             subnote, symnote, diagnote);
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does
@@ -2013,6 +2113,11 @@ static void put_tables(emitter *e, ch_buf *b)
     free(names), free(pre), free(owned);
 }
 
+static int calls_la_solve(const ch_buf *code)
+{
+    return code->s && strstr(code->s, "la_solve(") != NULL;
+}
+
 static int put_template(emitter *e, ch_buf *b, const char *name)
 {
     const char *t = ch_embedded(name, NULL);
@@ -2159,7 +2264,10 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         put_decls(&e, source);
         ch_buf_put(source, "\n");
         put_tables(&e, source);
-        if (form != CH_FORM_HAMILTON || e.k > 0 || e.ham_numeric)
+        /* the dense solvers where the code or a template calls them (a
+         * diagonal M* needs none: an unused static function fails -Werror) */
+        if (need_dyn || e.facc || (form == CH_FORM_FULL && e.k > 0) || calls_la_solve(&e.kern)
+            || calls_la_solve(&e.fun))
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (e.facc) put_template(&e, source, "templates/lambda.c.in");

@@ -72,6 +72,17 @@ static void test_errors(void)
     CHECK(strstr(err.msg, "t = 2 (step 1)") != NULL);
     CHECK(ch_system_time(s) == 2);
     CHECK(ch_system_state(s)[3] == 1);
+    /* M* = diag(m/cos(phi)^2, J) is singular at m = 0 and at J = 0 (the
+     * reduced form's kn_acc divides by neither: m cancels in x'') */
+    x[2] = 0.3;
+    const char *pars[] = {"m", "J"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(ch_system_set_state_vector(s, 2, x, &err) == 0);
+        CHECK(ch_system_set_param(s, pars[i], 0, &err) == 0);
+        CHECK_MSG(ch_system_integrate(s, 3, NULL, 1e-3, &err) == CH_E_NUMERIC, "%s = 0", pars[i]);
+        CHECK(ch_system_set_param(s, pars[i], i ? 0.2 : 1, &err) == 0);
+        CHECK(ch_system_integrate(s, 2.001, NULL, 1e-3, &err) == 0);
+    }
     ch_system_free(s);
 }
 
