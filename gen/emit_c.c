@@ -860,8 +860,12 @@ static const ch_expr **diagonal_outputs(emitter *e, const ch_expr *const *outs)
         if (ch_dag_size_capped(a, DIAG_MAX_NODES) > DIAG_MAX_NODES
             || !(o[i * mi + i] = ch_simplify(ctx, a))
             || !(o[mi * mi + i] = ch_div(ctx, outs[mi * mi + i], o[i * mi + i]))) {
-            if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) e->failed = 1;
-            else ch_ctx_clear_error(ctx); /* a limit: no such candidate */
+            if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) {
+                e->failed = 1;
+                ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+            } else {
+                ch_ctx_clear_error(ctx); /* a limit: no such candidate */
+            }
             return NULL;
         }
     }
