@@ -1683,10 +1683,13 @@ static ch_opcount beyond_alpha(const emitter *e, ch_opcount c, int fused)
  *  - the symbolic reduced right side (kn_red's program), M* solved;
  *  - small numeric solves on the full form's M, G, b, r (emit_red.h);
  *  - the same solves done on the expressions (subst_prog), M* solved;
+ *  - where M* is diagonal, the symbolic right side divided by it
+ *    (diagonal_outputs), its pivots tested;
  * whichever performs fewest counted operations per call (all CSE'd, the
  * solves counted too, each program in kn_acc's body). Without
- * constraints they coincide and the symbolic one is kept. The symbolic
- * one is built last, factored only when it could win (SYM_FACTOR_GAIN). */
+ * constraints the first three coincide and the symbolic one is kept.
+ * The symbolic one is built after the numeric ones, factored only when
+ * it could win (SYM_FACTOR_GAIN). */
 static void fun_acc(emitter *e)
 {
     const ch_expr **outs = red_outputs(e), **souts = NULL, **douts = NULL;
