@@ -71,6 +71,22 @@ static int memo_put(ch_ctx *ctx, const dmode *x, ch_map *memo, uint64_t key,
 
 static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
 
+static uint64_t deriv_key(const ch_expr *e, const dmode *x)
+{
+    return x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
+}
+
+/* Starts loading the memo slot where deriv will look e up. */
+static void deriv_prefetch(const ch_expr *e, const dmode *x)
+{
+    if (e->kind != CH_SYM) ch_map_prefetch(x->shallow ? x->local : x->memo, deriv_key(e, x));
+}
+
+static uint64_t cofactor_key(const ch_expr *e, uint32_t i)
+{
+    return 1ULL << 63 | (uint64_t)i << 32 | e->id;
+}
+
 /* e without its factor i (coefficient kept), memoized in the derivative
  * memo under a key no derivative uses (top bit set): a term c * b of a
  * long sum is differentiated by every variable b depends on, and the
@@ -78,7 +94,7 @@ static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x);
 static const ch_expr *cofactor(ch_ctx *ctx, const ch_expr *e, uint32_t i,
                                const dmode *x)
 {
-    uint64_t key = 1ULL << 63 | (uint64_t)i << 32 | e->id;
+    uint64_t key = cofactor_key(e, i);
     const ch_expr *r = memo_get(x, x->memo, key);
     if (r) return r;
     const ch_expr **f = malloc((e->n + 1) * sizeof *f);
@@ -108,6 +124,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
             ndep++;
         }
     if (ndep == 1 && fmpq_is_one(e->pair[dep].c)) {
+        ch_map_prefetch(x->memo, cofactor_key(e, dep)); /* read once db is known */
         const ch_expr *db = deriv(ctx, e->pair[dep].e, x);
         if (!db || ch_is_zero(db)) return db;
         const ch_expr *cof = cofactor(ctx, e, dep, x);
@@ -240,11 +257,20 @@ static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
     for (uint32_t i = 0; indexed ? at < end : i < e->n; i++) {
         if (indexed) i = (uint32_t)*at++;
         else if (!depends(e->pair[i].e, x)) continue;
-        const ch_expr *d = deriv(ctx, e->pair[i].e, x);
-        if (d && ch_is_zero(d)) continue;
-        terms[nt] = d;
+        deriv_prefetch(e->pair[i].e, x);
+        terms[nt] = e->pair[i].e;
         c[nt++] = *e->pair[i].c; /* shallow: a read-only view of the coefficient */
     }
+    /* then their derivatives, the memo slots on their way to the cache
+     * (each a miss in a large derivation) */
+    size_t kept = 0;
+    for (size_t j = 0; j < nt; j++) {
+        const ch_expr *d = deriv(ctx, terms[j], x);
+        if (d && ch_is_zero(d)) continue;
+        terms[kept] = d;
+        c[kept++] = c[j];
+    }
+    nt = kept;
     const ch_expr *r = ch_lincomb(ctx, NULL, nt, c, terms);
     free(terms);
     free(c);
@@ -342,7 +368,7 @@ static const ch_expr *deriv(ch_ctx *ctx, const ch_expr *e, const dmode *x)
     if (!e || ch_ctx_exhausted(ctx)) return NULL;
     if (!depends(e, x)) return ch_zero(ctx);
     if (e->kind == CH_SYM) return sym_rule(ctx, e, x);
-    uint64_t key = x->x ? ((uint64_t)e->id << 32 | x->x->id) : e->id;
+    uint64_t key = deriv_key(e, x);
     ch_map *memo = x->memo;
     dmode y = *x;
     if (x->shallow) {

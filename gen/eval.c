@@ -143,6 +143,7 @@ static double eval_d(dcache *c, const ch_expr *e)
     if (e->kind == CH_NUM || e->kind == CH_SYM) return eval_d_node(c, e);
     uintptr_t k = (uintptr_t)ch_map_get(&c->slot, e->id);
     if (k) return c->v[k - 1];
+    for (uint32_t i = 0; i < e->n; i++) ch_map_prefetch(&c->slot, e->pair[i].e->id);
     double v = eval_d_node(c, e);
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;

@@ -208,6 +208,15 @@ void ch_map_free(ch_map *m)
     ch_map_init(m);
 }
 
+void ch_map_prefetch(const ch_map *m, uint64_t key)
+{
+#if defined(__GNUC__)
+    if (m->cap) __builtin_prefetch(&m->slot[mix64(key) & (m->cap - 1)]);
+#else
+    (void)m, (void)key;
+#endif
+}
+
 void *ch_map_get(const ch_map *m, uint64_t key)
 {
     if (!m->cap) return NULL;
@@ -482,12 +491,21 @@ static uint64_t slot_of(const ch_expr *e, uint64_t h)
 
 static ch_expr *slot_node(uint64_t slot) { return (ch_expr *)(uintptr_t)(slot & ~SLOT_TAG); }
 
+/* Slots ahead of the one moved whose node intern_grow starts to load: a
+ * node is at a random place of the arena, about 100 ns away once the
+ * arena is larger than the cache, and the move of a slot takes a few. */
+#define GROW_AHEAD 48
+
 static int intern_grow(ch_ctx *ctx)
 {
     size_t ncap = ctx->tcap ? 2 * ctx->tcap : 1024;
     uint64_t *t = ch_mem_alloc(ncap * sizeof *t);
     if (!t) return -1;
     for (size_t j = 0; j < ctx->tcap; j++) {
+#if defined(__GNUC__)
+        if (j + GROW_AHEAD < ctx->tcap && ctx->table[j + GROW_AHEAD])
+            __builtin_prefetch(&slot_node(ctx->table[j + GROW_AHEAD])->hash);
+#endif
         if (!ctx->table[j]) continue;
         size_t i = slot_node(ctx->table[j])->hash & (ncap - 1);
         while (t[i]) i = (i + 1) & (ncap - 1);
@@ -1986,6 +2004,7 @@ static size_t tree_size(const ch_expr *e, size_t cap, ch_map *memo)
     void *v = ch_map_get(memo, e->id);
     if (v) return (size_t)(uintptr_t)v - 1;
     size_t n = 1;
+    for (int i = 0; i < nchildren(e); i++) ch_map_prefetch(memo, child(e, i)->id);
     for (int i = 0; i < nchildren(e) && n < cap; i++) {
         n += tree_size(child(e, i), cap, memo);
         if (n > cap) n = cap;

@@ -346,6 +346,10 @@ typedef struct {
 void ch_map_init(ch_map *m);
 void ch_map_free(ch_map *m);
 void *ch_map_get(const ch_map *m, uint64_t key);
+/* Starts loading the slot where key's lookup begins, so that a traversal
+ * about to look up several children overlaps their misses (a no-op where
+ * the compiler has no prefetch). */
+void ch_map_prefetch(const ch_map *m, uint64_t key);
 int ch_map_put(ch_map *m, uint64_t key, void *val); /* 0, or -1 on OOM */
 
 /* Memo tables the context owns (ids of the derivation modules; FACTOR:

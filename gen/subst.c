@@ -42,6 +42,7 @@ static const ch_expr *rebuild_pairs(subst_state *s, const ch_expr *e)
         goto out;
     }
     int same = 1;
+    for (uint32_t i = 0; i < e->n; i++) ch_map_prefetch(s->cache, e->pair[i].e->id);
     for (uint32_t i = 0; i < e->n; i++) {
         x[i] = visit(s, e->pair[i].e);
         c[i] = *e->pair[i].c; /* shallow: a read-only view */
