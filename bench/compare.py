@@ -5,7 +5,7 @@
 usage: compare.py BUILDDIR [--quick] [--sympy-cap N] [--timeout S]
                   [--gcc-max-kb K]
 
-Prints three Markdown tables:
+Prints four Markdown tables:
   1. per model (knife_edge, 1-, 10-, 24-, 50-trailer, 20-link pendulum;
      --quick: knife_edge, 1-trailer) and quantity, the
      chetaev figure, SymPy's with KanesMethod and with LagrangesMethod,
@@ -13,7 +13,11 @@ Prints three Markdown tables:
   2. growth on the n-trailer, N = 1 2 5 10 20 50 100 200 (--quick: 1 2),
      with the log-log slope of each column fitted over the measured N >= 5
      (--quick: all measured N);
-  3. the host's time per random memory load against the memory touched
+  3. the last doubling of the growth table (N = 100 -> 200; --quick:
+     1 -> 2) measured again by alternating runs of the two sizes, 3 pairs
+     (--quick: 1): derive, emit all and derive in process, with the
+     ratio of each pair and their median;
+  4. the host's time per random memory load against the memory touched
      (BUILDDIR/memlat, bench/memlat.c; --quick: 8 and 32 MB).
 Times are CPU seconds (user + system) of the measured process, read with
 wait4: on the shared 2-core machine they are much steadier than wall
@@ -427,6 +431,45 @@ def growth_table(b, ns, fit_from):
         slope([p for p in cols[g[0]] if p[0] >= fit_from]) for g in GROWTH) + " |")
 
 
+def doubling_table(b, n, pairs):
+    """Target 5's last doubling, N/2 -> N trailers, measured by
+    alternating runs of the two sizes (N/2, N, N/2, N, ...): on the
+    shared host the speed drifts by 20-30% over the minutes between the
+    growth table's rows, and a ratio of two figures taken minutes apart
+    carries that drift; each pair here is taken within seconds. Per
+    stage the pairs' CPU seconds and ratios, and the median ratio (4.00
+    is O(N^2))."""
+    small, large = b.model(f"trailer{n // 2}"), b.model(f"trailer{n}")
+    out = os.path.join(b.tmp, "doubling")
+
+    def whole(cmd):
+        return lambda nh: run([b.bin] + cmd(nh), b.timeout)
+
+    def in_process(nh):
+        r = run([b.derive_time, nh, "1"], 3 * b.timeout)
+        if r["rc"] == 0:
+            r["cpu"] = float(keyvals(r["out"])["derive_ms"]) / 1e3
+        return r
+    stages = [("derive --format json", whole(lambda nh: ["derive", nh, "--format", "json"])),
+              ("emit --form all", whole(lambda nh: ["emit", nh, "--form", "all", "-o", out])),
+              ("derive in process", in_process)]
+    print(f"| stage, N = {n // 2} -> {n}, alternating | CPU N = {n // 2} [s] "
+          f"| CPU N = {n} [s] | ratios | median ratio |")
+    print("|---|---|---|---|---|")
+    for label, f in stages:
+        a, c = [], []
+        for _ in range(pairs):
+            for nh, got in ((small, a), (large, c)):
+                r = f(nh)
+                got.append(r["cpu"] if r["rc"] == 0 else stage(r))
+        ok = all(num(x) for x in a + c)
+        ratios = sorted(y / x for x, y in zip(a, c)) if ok else []
+        print(f"| {label} | " + ", ".join(fmt(x, "s") for x in a) + " | "
+              + ", ".join(fmt(x, "s") for x in c) + " | "
+              + (", ".join(f"{y / x:.2f}" for x, y in zip(a, c)) if ok else "-") + " | "
+              + (f"{ratios[len(ratios) // 2]:.2f}" if ok else "-") + " |")
+
+
 def latency_table(b, sizes):
     """The host's time per random load against the memory touched
     (bench/memlat.c): chetaev's hash tables are probed at random places,
@@ -469,6 +512,8 @@ def main(argv):
         main_table(b, models)
         print()
         growth_table(b, ns, fit_from)
+        print()
+        doubling_table(b, ns[-1], 1 if quick else 3)
         print()
         latency_table(b, [8, 32] if quick else [8, 32, 128, 512])
     finally:

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Smoke test of bench/run.sh --quick (registered in tests/meson.build as
-# bench_quick): the script runs, prints its three tables with a row for every
+# bench_quick): the script runs, prints its four tables with a row for every
 # quantity, every chetaev stage finished, SymPy ran, and the SymPy kernels
 # agree with chetaev's emitted full form (and the hand-written kernels
 # with the reduced form) to 1e-9. No timing is asserted: the machine is
@@ -32,6 +32,12 @@ done
 for n in 1 2; do
     grep "^| $n | " "$out" | awk -F'|' '{ for (i = 3; i <= 8; i++) if ($i !~ /^ [0-9]/) bad = 1; n++ }
         END { exit !(n == 1 && !bad) }' || fail "growth row N=$n incomplete"
+done
+for st in 'derive --format json' 'emit --form all' 'derive in process'; do
+    # the alternating last doubling: one pair of numbers, a numeric median ratio
+    grep "^| $st | " "$out" | awk -F'|' '
+        { if ($3 !~ /^ [0-9][0-9.]* $/ || $4 !~ /^ [0-9][0-9.]* $/ || $6 !~ /^ [0-9][0-9.]* $/) bad = 1; n++ }
+        END { exit !(n == 1 && !bad) }' || fail "doubling row '$st' missing or not numeric"
 done
 grep '^| ns per dependent random load | ' "$out" | awk -F'|' '
     { for (i = 3; i <= 4; i++) if ($i !~ /^ [0-9][0-9.]* $/) bad = 1; n++ }
