@@ -16,7 +16,7 @@ Prints four Markdown tables:
   3. the last doubling of the growth table (N = 100 -> 200; --quick:
      1 -> 2) measured again by alternating runs of the two sizes, 3 pairs
      (--quick: 1): derive, emit all and derive in process, with the
-     ratio of each pair and their median;
+     ratio of each pair, their median and the ratio of the minima;
   4. the host's time per random memory load against the memory touched
      (BUILDDIR/memlat, bench/memlat.c; --quick: 8 and 32 MB).
 Times are CPU seconds (user + system) of the measured process, read with
@@ -437,7 +437,8 @@ def doubling_table(b, n, pairs):
     shared host the speed drifts by 20-30% over the minutes between the
     growth table's rows, and a ratio of two figures taken minutes apart
     carries that drift; each pair here is taken within seconds. Per
-    stage the pairs' CPU seconds and ratios, and the median ratio (4.00
+    stage the pairs' CPU seconds and ratios, their median, and the ratio
+    of the two sizes' fastest runs (other jobs only ever add time; 4.00
     is O(N^2))."""
     small, large = b.model(f"trailer{n // 2}"), b.model(f"trailer{n}")
     out = os.path.join(b.tmp, "doubling")
@@ -454,8 +455,8 @@ def doubling_table(b, n, pairs):
               ("emit --form all", whole(lambda nh: ["emit", nh, "--form", "all", "-o", out])),
               ("derive in process", in_process)]
     print(f"| stage, N = {n // 2} -> {n}, alternating | CPU N = {n // 2} [s] "
-          f"| CPU N = {n} [s] | ratios | median ratio |")
-    print("|---|---|---|---|---|")
+          f"| CPU N = {n} [s] | ratios | median ratio | ratio of minima |")
+    print("|---|---|---|---|---|---|")
     for label, f in stages:
         a, c = [], []
         for _ in range(pairs):
@@ -467,7 +468,8 @@ def doubling_table(b, n, pairs):
         print(f"| {label} | " + ", ".join(fmt(x, "s") for x in a) + " | "
               + ", ".join(fmt(x, "s") for x in c) + " | "
               + (", ".join(f"{y / x:.2f}" for x, y in zip(a, c)) if ok else "-") + " | "
-              + (f"{ratios[len(ratios) // 2]:.2f}" if ok else "-") + " |")
+              + (f"{ratios[len(ratios) // 2]:.2f} | {min(c) / min(a):.2f}" if ok else "- | -")
+              + " |")
 
 
 def latency_table(b, sizes):

@@ -34,9 +34,10 @@ for n in 1 2; do
         END { exit !(n == 1 && !bad) }' || fail "growth row N=$n incomplete"
 done
 for st in 'derive --format json' 'emit --form all' 'derive in process'; do
-    # the alternating last doubling: one pair of numbers, a numeric median ratio
+    # the alternating last doubling: one pair of numbers, numeric ratios
     grep "^| $st | " "$out" | awk -F'|' '
-        { if ($3 !~ /^ [0-9][0-9.]* $/ || $4 !~ /^ [0-9][0-9.]* $/ || $6 !~ /^ [0-9][0-9.]* $/) bad = 1; n++ }
+        { if ($3 !~ /^ [0-9][0-9.]* $/ || $4 !~ /^ [0-9][0-9.]* $/ || $6 !~ /^ [0-9][0-9.]* $/ \
+              || $7 !~ /^ [0-9][0-9.]* $/) bad = 1; n++ }
         END { exit !(n == 1 && !bad) }' || fail "doubling row '$st' missing or not numeric"
 done
 grep '^| ns per dependent random load | ' "$out" | awk -F'|' '
