@@ -5,19 +5,22 @@
 usage: compare.py BUILDDIR [--quick] [--sympy-cap N] [--timeout S]
                   [--gcc-max-kb K]
 
-Prints four Markdown tables:
+Prints five Markdown tables:
   1. per model (knife_edge, 1-, 10-, 24-, 50-trailer, 20-link pendulum;
      --quick: knife_edge, 1-trailer) and quantity, the
      chetaev figure, SymPy's with KanesMethod and with LagrangesMethod,
      and the ratio SymPy's better / chetaev;
-  2. growth on the n-trailer, N = 1 2 5 10 20 50 100 200 (--quick: 1 2),
+  2. per model that SymPy ran, ns per call of chetaev's reduced rhs over
+     SymPy Kane's (gcc -O2), timed again in 3 pairs of alternating runs
+     (--quick: 1), and the median;
+  3. growth on the n-trailer, N = 1 2 5 10 20 50 100 200 (--quick: 1 2),
      with the log-log slope of each column fitted over the measured N >= 5
      (--quick: all measured N);
-  3. the last doubling of the growth table (N = 100 -> 200; --quick:
+  4. the last doubling of the growth table (N = 100 -> 200; --quick:
      1 -> 2) measured again by alternating runs of the two sizes, 3 pairs
      (--quick: 1): derive, emit all and derive in process, with the
      ratio of each pair, their median and the ratio of the minima;
-  4. the host's time per random memory load against the memory touched
+  5. the host's time per random memory load against the memory touched
      (BUILDDIR/memlat, bench/memlat.c; --quick: 8 and 32 MB).
 Times are CPU seconds (user + system) of the measured process, read with
 wait4: on the shared 2-core machine they are much steadier than wall
@@ -386,6 +389,34 @@ def main_table(b, models):
                   f"{fmt(sl and sl.get('gcc_maxdiff'))} | |")
 
 
+def kernel_pairs_table(b, models, pairs):
+    """Target 4's ratio to SymPy measured by alternating runs: the
+    reduced form's rhs_bench (gcc -O2) and SymPy Kane's, built above,
+    run in turns (ours, SymPy's, ours, ...). The main table's two figures
+    come from processes minutes apart, and in a slow phase of the host
+    one of them may run at twice its time; a pair here is a second
+    apart. Per model the ratio ns(chetaev reduced) / ns(SymPy Kane) of
+    each pair and their median (target 4: <= 0.25 on the 10-trailer)."""
+    print("| model | reduced rhs ÷ SymPy Kane's, gcc -O2, alternating pairs | median |")
+    print("|---|---|---|")
+    for name in models:
+        ours = os.path.join(b.tmp, "gen_" + name, name + "_reduced.gcc")
+        theirs = os.path.join(b.tmp, f"sy_{name}_kane", "bench_sy_kane.gcc")
+        if not (os.path.exists(ours) and os.path.exists(theirs)):
+            continue
+        ratios = []
+        for _ in range(pairs):
+            a, c = run([ours], b.timeout), run([theirs], b.timeout)
+            if a["rc"] != 0 or c["rc"] != 0:
+                ratios = []
+                break
+            ratios.append(float(keyvals(a["out"])["emitted_indep_ns"])
+                          / float(keyvals(c["out"])["emitted_indep_ns"]))
+        cells = ", ".join(f"{x:.3f}" for x in ratios) or "error"
+        med = f"{sorted(ratios)[len(ratios) // 2]:.3f}" if ratios else "-"
+        print(f"| {name} | {cells} | {med} |")
+
+
 def slope(points):
     """Least-squares slope of log y against log N."""
     pts = [(math.log(n), math.log(y)) for n, y in points if num(y) and y > 0]
@@ -511,6 +542,8 @@ def main(argv):
         print(f"chetaev against SymPy {sympy_version()}; CPU seconds; timeout "
               f"{b.timeout} s a process; SymPy on the n-trailer for N <= {cap}\n")
         main_table(b, models)
+        print()
+        kernel_pairs_table(b, models, 1 if quick else 3)
         print()
         growth_table(b, ns, fit_from)
         print()

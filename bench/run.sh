@@ -2,11 +2,12 @@
 # chetaev against SymPy on the same generated models, in one run (not part
 # of the test suite; `--quick` is its smoke test).
 #   bench/run.sh BUILDDIR [--quick] [--sympy-cap N] [--timeout S] [--gcc-max-kb K]
-# Prints four Markdown tables (bench/compare.py, bench/README.md): per
+# Prints five Markdown tables (bench/compare.py, bench/README.md): per
 # model the derive time, model -> C, model -> first JIT'd rhs call,
 # operations after CSE, ns per rhs call (gcc -O2, tcc) and peak RSS of
 # chetaev and of SymPy 1.11 (KanesMethod and LagrangesMethod,
-# bench/sympy_bench.py) with their ratios, then the growth of each stage
+# bench/sympy_bench.py) with their ratios, then our reduced rhs over
+# SymPy Kane's timed in alternating pairs, then the growth of each stage
 # on the n-trailer with the fitted log-log exponent, then its last
 # doubling measured by alternating runs of the two sizes, then the host's
 # time per random memory load against the memory touched (bench/memlat.c).

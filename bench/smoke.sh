@@ -1,6 +1,6 @@
 #!/bin/sh
 # Smoke test of bench/run.sh --quick (registered in tests/meson.build as
-# bench_quick): the script runs, prints its four tables with a row for every
+# bench_quick): the script runs, prints its five tables with a row for every
 # quantity, every chetaev stage finished, SymPy ran, and the SymPy kernels
 # agree with chetaev's emitted full form (and the hand-written kernels
 # with the reduced form) to 1e-9. No timing is asserted: the machine is
@@ -32,6 +32,11 @@ done
 for n in 1 2; do
     grep "^| $n | " "$out" | awk -F'|' '{ for (i = 3; i <= 8; i++) if ($i !~ /^ [0-9]/) bad = 1; n++ }
         END { exit !(n == 1 && !bad) }' || fail "growth row N=$n incomplete"
+done
+for m in knife_edge trailer1; do
+    # the alternating pairs of our reduced rhs and SymPy Kane's: a ratio and its median
+    grep "^| $m | [0-9][0-9.]* | [0-9][0-9.]* |$" "$out" >/dev/null \
+        || fail "$m: alternating kernel ratio row missing or not numeric"
 done
 for st in 'derive --format json' 'emit --form all' 'derive in process'; do
     # the alternating last doubling: one pair of numbers, numeric ratios
