@@ -188,13 +188,21 @@ class Bench:
         the display tidy of derive.h and without (the derivation alone)."""
         if not num(whole):
             return whole, whole
-        reps = 11 if whole < 0.1 else 3
-        r = run([self.derive_time, nh, str(reps)], 3 * self.timeout)
+        r = self.derive_time_run(nh, 11 if whole < 0.1 else 3)
         if r["rc"] != 0:
-            failed = "error" if r["rc"] is not None else "timeout"
+            failed = stage(r)
             return failed, failed
-        kv = keyvals(r["out"])
-        return float(kv["derive_ms"]) / 1e3, float(kv["raw_ms"]) / 1e3
+        return r["cpu"], r["raw"]
+
+    def derive_time_run(self, nh, reps):
+        """One process of derive_time with reps repeats: run()'s dict with
+        cpu and raw set to its derive_ms and raw_ms in seconds when it
+        succeeded."""
+        r = run([self.derive_time, nh, str(reps)], 3 * self.timeout)
+        if r["rc"] == 0:
+            kv = keyvals(r["out"])
+            r["cpu"], r["raw"] = float(kv["derive_ms"]) / 1e3, float(kv["raw_ms"]) / 1e3
+        return r
 
     def stage(self, name, what, cmd):
         """One chetaev stage; once it timed out on a family member
@@ -225,7 +233,7 @@ class Bench:
         if r["rc"] != 0:
             return {f"{cc}_ns": stage(r)}
         kv = keyvals(r["out"])
-        res = {f"{cc}_ns": float(kv["emitted_indep_ns"])}
+        res = {f"{cc}_ns": float(kv["emitted_indep_ns"]), f"{cc}_exe": exe}
         if "hand_indep_ns" in kv:
             res[f"{cc}_hand_ns"] = float(kv["hand_indep_ns"])
             res[f"{cc}_hand_ratio"] = float(kv["hand_ratio_indep"])
@@ -400,9 +408,8 @@ def kernel_pairs_table(b, models, pairs):
     print("| model | reduced rhs ÷ SymPy Kane's, gcc -O2, alternating pairs | median |")
     print("|---|---|---|")
     for name in models:
-        ours = os.path.join(b.tmp, "gen_" + name, name + "_reduced.gcc")
-        theirs = os.path.join(b.tmp, f"sy_{name}_kane", "bench_sy_kane.gcc")
-        if not (os.path.exists(ours) and os.path.exists(theirs)):
+        ours, theirs = b.chetaev(name).get("gcc_exe"), (b.sympy(name, "kane") or {}).get("gcc_exe")
+        if not (ours and theirs):
             continue
         ratios = []
         for _ in range(pairs):
@@ -477,14 +484,9 @@ def doubling_table(b, n, pairs):
     def whole(cmd):
         return lambda nh: run([b.bin] + cmd(nh), b.timeout)
 
-    def in_process(nh):
-        r = run([b.derive_time, nh, "1"], 3 * b.timeout)
-        if r["rc"] == 0:
-            r["cpu"] = float(keyvals(r["out"])["derive_ms"]) / 1e3
-        return r
     stages = [("derive --format json", whole(lambda nh: ["derive", nh, "--format", "json"])),
               ("emit --form all", whole(lambda nh: ["emit", nh, "--form", "all", "-o", out])),
-              ("derive in process", in_process)]
+              ("derive in process", lambda nh: b.derive_time_run(nh, 1))]
     print(f"| stage, N = {n // 2} -> {n}, alternating | CPU N = {n // 2} [s] "
           f"| CPU N = {n} [s] | ratios | median ratio | ratio of minima |")
     print("|---|---|---|---|---|---|")

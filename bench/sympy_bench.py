@@ -36,7 +36,8 @@ a slow run keeps the finished stages):
                 linear solve is not counted)
   size          unknowns of the linear system
 and with --cc, for each compiler CC (gcc -O2, tcc):
-  CC_build_ms (CPU of CC -c), CC_indep_ns, CC_chain_ns  (bench/rhs_bench.c)
+  CC_build_ms (CPU of CC -c), CC_exe (the harness built),
+  CC_indep_ns, CC_chain_ns  (bench/rhs_bench.c)
   CC_against_indep_ns, CC_against_chain_ns, CC_maxdiff
                 with --against: the chetaev-emitted full form DIR/PREFIX
                 timed by the same harness and compared with the SymPy
@@ -361,6 +362,7 @@ def harness(cc, outdir, prefix, against):
                     "-I" + outdir, os.path.join(BENCH, "rhs_bench.c"), obj, *extra,
                     "-lm", "-o", exe], check=True)
     kv = keyvals(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
+    say(f"{cc}_exe", exe)
     say(f"{cc}_indep_ns", kv["emitted_indep_ns"])
     say(f"{cc}_chain_ns", kv["emitted_chain_ns"])
     if against:
