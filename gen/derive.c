@@ -126,16 +126,16 @@ static const ch_expr *budgeted(ch_ctx *ctx, rewrite_fn f, const ch_expr *e,
 
 /* Size as printed: the tree size, a linear-time proxy for the length of
  * the text (printing to measure would be exponential on shared DAGs). */
-static size_t printed_size(const ch_expr *e)
+static size_t printed_size(ch_ctx *ctx, const ch_expr *e)
 {
-    return e ? ch_tree_size(e, TIDY_MAX_PRINTED + 1) : (size_t)-1;
+    return e ? ch_tree_size(ctx, e, TIDY_MAX_PRINTED + 1) : (size_t)-1;
 }
 
 static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
     size_t size = ch_dag_size_capped(e, TIDY_MAX_INPUT);
     if (!e || size > TIDY_MAX_INPUT) return e;
-    size_t best_len = printed_size(e);
+    size_t best_len = printed_size(ctx, e);
     if (best_len > TIDY_MAX_PRINTED) return e;
     /* an expansion estimated at many times the printed size (alpha of the
      * n-trailer: 60x) is not tried; on the examples and the benchmark
@@ -154,7 +154,7 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
         e, x, simplify ? budgeted(ctx, ch_simplify_within, e, best_len) : NULL};
     const ch_expr *best = e;
     for (int i = 1; i < 3; i++) {
-        size_t len = cand[i] ? ch_tree_size(cand[i], best_len) : best_len;
+        size_t len = cand[i] ? ch_tree_size(ctx, cand[i], best_len) : best_len;
         if (len < best_len) {
             best = cand[i];
             best_len = len;
@@ -216,8 +216,8 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
     if (*state != 1) return 0;
     const ch_expr *const *from = which == 1 ? c->p : which == 2 ? c->EL : &c->energy;
     for (size_t i = 0; i < count; i++) {
-        size_t len = ch_tree_size(from[i], (size_t)-1);
-        if (ch_tree_size(t[i], len + 1) > len) t[i] = from[i];
+        size_t len = ch_tree_size(d->ctx, from[i], (size_t)-1);
+        if (ch_tree_size(d->ctx, t[i], len + 1) > len) t[i] = from[i];
     }
     return 0;
 }

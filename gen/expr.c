@@ -32,6 +32,8 @@ struct ch_ctx {
     void *spare; /* blocks given back (ch_ctx_block_give), a list through their first word */
     uint32_t *ids; /* the zeroed id array of ch_ctx_ids_take when not lent, */
     size_t nids;   /* and its entries */
+    uint32_t *tree; /* tree sizes by node id (see ch_tree_size), 0: not known */
+    size_t ntree;   /* its entries */
     ch_expr **nodes; /* nodes[id - 1] */
     size_t nnodes, cap_nodes, node_limit;
     uint64_t *table; /* intern table, open addressing: tagged node pointers (see slot_of) */
@@ -324,6 +326,7 @@ void ch_ctx_free(ch_ctx *ctx)
     }
     while (ctx->spare) ch_mem_free(ch_ctx_block_take(ctx), CH_MEM_HUGE);
     ch_mem_free(ctx->ids, ctx->nids * sizeof *ctx->ids);
+    ch_mem_free(ctx->tree, ctx->ntree * sizeof *ctx->tree);
     free(ctx);
 }
 
@@ -1999,18 +2002,19 @@ size_t ch_dag_size(const ch_expr *e)
     return n;
 }
 
-static size_t tree_size(const ch_expr *e, size_t cap, ch_map *memo)
+/* The exact tree size of e, saturated at UINT32_MAX, kept in tree[id]
+ * (every id of e's DAG has an entry); leaves are not stored. */
+static uint32_t tree_size(const ch_expr *e, uint32_t *tree)
 {
-    void *v = ch_map_get(memo, e->id);
-    if (v) return (size_t)(uintptr_t)v - 1;
-    size_t n = 1;
-    for (int i = 0; i < nchildren(e); i++) ch_map_prefetch(memo, child(e, i)->id);
-    for (int i = 0; i < nchildren(e) && n < cap; i++) {
-        n += tree_size(child(e, i), cap, memo);
-        if (n > cap) n = cap;
+    int nc = nchildren(e);
+    if (!nc) return 1;
+    if (tree[e->id]) return tree[e->id];
+    uint64_t n = 1;
+    for (int i = 0; i < nc; i++) {
+        n += tree_size(child(e, i), tree);
+        if (n > UINT32_MAX) n = UINT32_MAX;
     }
-    ch_map_put(memo, e->id, (void *)(uintptr_t)(n + 1));
-    return n;
+    return tree[e->id] = (uint32_t)n;
 }
 
 /* The tree size walked node by node, up to cap: each step counts one node
@@ -2022,19 +2026,36 @@ static size_t tree_walk(const ch_expr *e, size_t cap)
     return n < cap ? n : cap;
 }
 
-/* Trees up to this size are walked, cheaper than a memo table of the DAG
- * (the display tidy measures candidates up to 2001 nodes); larger ones are
- * measured on the DAG, as a tree may be exponentially larger. */
+/* Trees up to this size are walked, cheaper than the context's table for
+ * a few nodes (the display tidy measures candidates up to 2001 nodes);
+ * larger ones are measured on the DAG, as a tree may be exponentially
+ * larger. The sizes are kept in the context, not per call: the printer
+ * and the display tidy ask for the sizes of entries that share most of
+ * their DAG (the n-trailer's are sums over the same bodies), and with a
+ * memo per call each walked the shared part again, O(N^3) on the
+ * n-trailer (6% of the 200-trailer's derive). An array by node id: 4
+ * bytes a node, where a hash map of the same nodes took 90 MB more at the
+ * peak of that derive. Exact sizes serve every cap. */
 #define TREE_WALK_MAX 2048
 
-size_t ch_tree_size(const ch_expr *e, size_t cap)
+size_t ch_tree_size(ch_ctx *ctx, const ch_expr *e, size_t cap)
 {
     if (!e) return 0;
     size_t walked = tree_walk(e, cap < TREE_WALK_MAX ? cap : TREE_WALK_MAX);
     if (walked < TREE_WALK_MAX || cap <= TREE_WALK_MAX) return walked;
-    ch_map memo;
-    ch_map_init(&memo);
-    size_t n = tree_size(e, cap, &memo);
-    ch_map_free(&memo);
-    return n;
+    size_t need = ctx->nnodes + 1;
+    if (ctx->ntree < need) { /* and room for the nodes made until the next call */
+        size_t grown = need + need / 2;
+        uint32_t *t = ctx->tree ? ch_mem_resize(ctx->tree, ctx->ntree * sizeof *t,
+                                                grown * sizeof *t)
+                                : ch_mem_alloc(grown * sizeof *t);
+        if (!t) {
+            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+            return cap;
+        }
+        ctx->tree = t;
+        ctx->ntree = grown;
+    }
+    size_t n = tree_size(e, ctx->tree);
+    return n < cap ? n : cap;
 }

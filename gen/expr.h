@@ -324,9 +324,12 @@ size_t ch_dag_size_capped(const ch_expr *e, size_t cap);
  * skipped). */
 size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap);
 /* Number of nodes of e written out as a tree (what a printer writes),
- * computed on the DAG in linear time; saturates at cap. Sharing makes this
- * exponential in the DAG size for some derived quantities. */
-size_t ch_tree_size(const ch_expr *e, size_t cap);
+ * saturated at cap and at UINT32_MAX. Sharing makes this exponential in
+ * the DAG size for some derived quantities, so beyond a walk of a few
+ * thousand nodes it is computed on the DAG and kept in the context: each
+ * node is visited once per context, whatever the calls and caps. cap when
+ * out of memory (context error set). */
+size_t ch_tree_size(ch_ctx *ctx, const ch_expr *e, size_t cap);
 
 /* ---- node maps (memo tables and per-call caches) ---------------------- */
 

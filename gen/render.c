@@ -58,7 +58,7 @@ static size_t print_cap(const writer *w)
 static int printable(const writer *w, const ch_expr *e)
 {
     size_t cap = print_cap(w);
-    return ch_tree_size(e, cap + 1) <= cap;
+    return ch_tree_size(w->d->ctx, e, cap + 1) <= cap;
 }
 
 static void put_expr(const writer *w, const ch_expr *e, ch_style style)

@@ -1767,8 +1767,8 @@ const ch_expr *ch_simplify_trig_squares(ch_ctx *ctx, const ch_expr *e)
         ch_ctx_clear_error(ctx);
         return e;
     }
-    size_t size = ch_tree_size(e, SIZE_MAX - 1);
-    return ch_tree_size(s, size) < size ? s : e;
+    size_t size = ch_tree_size(ctx, e, SIZE_MAX - 1);
+    return ch_tree_size(ctx, s, size) < size ? s : e;
 }
 
 /* The factors of a sum's term: a product's, or the term itself. */

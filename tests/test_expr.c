@@ -221,14 +221,30 @@ static void test_symbol_sets(void)
     const ch_expr *t = s[0];
     for (int k = 0; k <= 24; k++) {
         size_t want = ((size_t)4 << k) - 3;
-        CHECK_MSG(ch_tree_size(t, SIZE_MAX) == want, "t_%d", k);
+        CHECK_MSG(ch_tree_size(c, t, SIZE_MAX) == want, "t_%d", k);
         static const size_t caps[] = {1, 2, 7, 2047, 2048, 2049, 4093, 4094, 1u << 20};
         for (size_t j = 0; j < sizeof caps / sizeof *caps; j++)
-            CHECK_MSG(ch_tree_size(t, caps[j]) == (want < caps[j] ? want : caps[j]),
+            CHECK_MSG(ch_tree_size(c, t, caps[j]) == (want < caps[j] ? want : caps[j]),
                       "t_%d, cap %zu", k, caps[j]);
         t = ch_mul(c, ch_fun1(c, CH_F_SIN, t), ch_fun1(c, CH_F_COS, t));
     }
-    CHECK(ch_tree_size(NULL, 10) == 0);
+    CHECK(ch_tree_size(c, NULL, 10) == 0);
+    /* the memo is the context's and kept across calls: a small cap asked
+     * first must not leave a saturated size for a larger one */
+    ch_ctx *c3 = ch_ctx_new();
+    const ch_expr *v = ch_symbol(c3, "v", CH_SYM_OTHER, NULL, 0, -1);
+    for (int k = 1; k <= 20; k++) v = ch_mul(c3, ch_fun1(c3, CH_F_SIN, v), ch_fun1(c3, CH_F_COS, v));
+    CHECK(ch_tree_size(c3, v, 4094) == 4094);
+    CHECK(ch_tree_size(c3, v, 100000) == 100000);
+    CHECK(ch_tree_size(c3, v, SIZE_MAX) == ((size_t)4 << 20) - 3);
+    CHECK(ch_tree_size(c3, v, 4094) == 4094);
+    /* kept as 32 bits: a larger tree saturates there, whatever the cap */
+    for (int k = 21; k <= 30; k++) v = ch_mul(c3, ch_fun1(c3, CH_F_SIN, v), ch_fun1(c3, CH_F_COS, v));
+    CHECK(ch_tree_size(c3, v, SIZE_MAX) == ((size_t)4 << 30) - 3);
+    v = ch_mul(c3, ch_fun1(c3, CH_F_SIN, v), ch_fun1(c3, CH_F_COS, v));
+    CHECK(ch_tree_size(c3, v, SIZE_MAX) == UINT32_MAX);
+    CHECK(ch_tree_size(c3, v, 5000) == 5000);
+    ch_ctx_free(c3);
     /* DAG sizes of several roots sharing nodes, counted in a map (caps
      * below 4096) or a bitmap: u_k = u_{k-1} + k s_{k mod 300} (u_0 =
      * s_0) are 2999 flat sums over the 300 symbols; with sin(u_k) for

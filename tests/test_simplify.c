@@ -415,7 +415,7 @@ static void test_random(void)
         if (e2) {
             /* the size bound of ch_simplify_within is a lower bound: the
              * form is built when it is within max_tree, and is e2 */
-            size_t t2 = ch_tree_size(e2, SIZE_MAX);
+            size_t t2 = ch_tree_size(c2, e2, SIZE_MAX);
             CHECK_MSG(ch_simplify_within(c2, e, t2 + 1) == e2, "within: iteration %d", it);
             for (size_t m = 1; m <= t2; m += t2 / 2 + 1) {
                 const ch_expr *w = ch_simplify_within(c2, e, m);

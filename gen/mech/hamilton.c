@@ -97,7 +97,7 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
 {
     if (!e || ch_ctx_error(ctx)->code != CH_OK) return e;
     size_t size = ch_dag_size_capped(e, TIDY_MAX_NODES);
-    if (size > TIDY_MAX_NODES || ch_tree_size(e, TIDY_MAX_TREE + 1) > TIDY_MAX_TREE)
+    if (size > TIDY_MAX_NODES || ch_tree_size(ctx, e, TIDY_MAX_TREE + 1) > TIDY_MAX_TREE)
         return e;
     const ch_expr *s = ch_simplify(ctx, e);
     if (!s) {
