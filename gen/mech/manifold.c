@@ -370,7 +370,8 @@ static void draw_free(const ch_manifold *mf, flint_rand_t rnd, arb_struct *sv,
 typedef struct {
     const ch_manifold *mf;
     size_t ns, k;
-    const ch_expr **fx; /* phi (k) then the dependent block of G (k*k) */
+    uint32_t *sid;      /* the k unknowns: symbol numbers of dependent velocities */
+    const ch_expr **fx; /* their k constraints, then the block of G (k*k) */
     double *d;          /* double symbol values */
     double *fv;         /* values of fx */
     double *step, *trial;
@@ -480,11 +481,6 @@ static int lin_solve_d(double *a, double *b, size_t k)
     return 0;
 }
 
-static uint32_t dep_sid(const ch_manifold *mf, size_t a)
-{
-    return ch_sym_of(mf->model->qt[mf->dep[a]])->sid;
-}
-
 /* The same for a block that is triangular up to the permutation of s:
  * forward substitution, O(k^2). b is overwritten with the solution. */
 static int tri_solve_d(const dsolver *s, const double *a, double *b)
@@ -529,7 +525,7 @@ static int newton_d(dsolver *s)
         for (size_t a = 0; a < k; a++) {
             if (fabs(s->fv[a]) > f0) f0 = fabs(s->fv[a]);
             s->step[a] = s->fv[a];
-            if (fabs(s->d[dep_sid(mf, a)]) > vmax) vmax = fabs(s->d[dep_sid(mf, a)]);
+            if (fabs(s->d[s->sid[a]]) > vmax) vmax = fabs(s->d[s->sid[a]]);
         }
         if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k))
             return -1;
@@ -537,12 +533,12 @@ static int newton_d(dsolver *s)
             if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
         if (dmax <= 1e-12 * (1 + vmax)) return 0;
         /* backtracking: accept the first step that decreases |phi| */
-        for (size_t a = 0; a < k; a++) s->trial[a] = s->d[dep_sid(mf, a)];
+        for (size_t a = 0; a < k; a++) s->trial[a] = s->d[s->sid[a]];
         double lam = 1;
         int ok = 0;
         for (int h = 0; h < 30 && !ok; h++, lam /= 2) {
             for (size_t a = 0; a < k; a++)
-                s->d[dep_sid(mf, a)] = s->trial[a] - lam * s->step[a];
+                s->d[s->sid[a]] = s->trial[a] - lam * s->step[a];
             ok = dphi_norm(s) < (1 - lam / 4) * f0;
         }
         if (!ok) return -1;
@@ -600,7 +596,7 @@ static int newton_arb(dsolver *s, arb_struct *sv, slong prec)
         }
         int small = 1;
         for (slong a = 0; a < k; a++) {
-            arb_ptr x = sv + dep_sid(mf, (size_t)a);
+            arb_ptr x = sv + s->sid[a];
             arf_srcptr d = arb_midref(arb_mat_entry(D, a, 0));
             slong ex = arf_abs_bound_lt_2exp_si(arb_midref(x));
             if (ex < 0) ex = 0;
@@ -637,11 +633,11 @@ static int eval_on_box(dsolver *s, arb_struct *sv, slong rexp, slong wp,
         arb_ptr dx = arb_mat_entry(DX, a, 0);
         arb_zero(dx);
         mag_set_ui_2exp_si(arb_radref(dx), 1, rexp);
-        arb_add(sv + dep_sid(mf, (size_t)a), sv + dep_sid(mf, (size_t)a), dx, wp);
+        arb_add(sv + s->sid[a], sv + s->sid[a], dx, wp);
     }
     int bad = eval_into(mf->ctx, JX, s->k * s->k, s->k, s->fx + s->k, sv, wp);
     for (slong a = 0; a < (slong)s->k; a++) /* back to x~ */
-        mag_zero(arb_radref(sv + dep_sid(mf, (size_t)a)));
+        mag_zero(arb_radref(sv + s->sid[a]));
     return bad;
 }
 
@@ -657,7 +653,7 @@ static int accept_box(dsolver *s, arb_struct *sv, const size_t *col,
         arb_t X, K;
         arb_init(X);
         arb_init(K);
-        arb_ptr x = sv + dep_sid(s->mf, col ? col[i] : (size_t)i);
+        arb_ptr x = sv + s->sid[col ? col[i] : (size_t)i];
         arb_add(X, x, arb_mat_entry(DX, i, 0), wp);
         arb_add(K, x, arb_mat_entry(T, i, 0), wp);
         int inside = arb_contains_interior(X, K);
@@ -667,7 +663,7 @@ static int accept_box(dsolver *s, arb_struct *sv, const size_t *col,
         if (!inside) return -1;
     }
     for (slong i = 0; i < k; i++)
-        arb_set(sv + dep_sid(s->mf, col ? col[i] : (size_t)i), arb_mat_entry(T, i, 0));
+        arb_set(sv + s->sid[col ? col[i] : (size_t)i], arb_mat_entry(T, i, 0));
     return 0;
 }
 
@@ -764,7 +760,7 @@ static int certify(dsolver *s, arb_struct *sv, slong prec)
 {
     slong ex = 0;
     for (size_t a = 0; a < s->k; a++) {
-        slong e = arf_abs_bound_lt_2exp_si(arb_midref(sv + dep_sid(s->mf, a)));
+        slong e = arf_abs_bound_lt_2exp_si(arb_midref(sv + s->sid[a]));
         if (e > ex) ex = e;
     }
     for (slong rexp = -prec + 24 + ex; rexp < -prec / 2 - 16; rexp += 16)
@@ -796,7 +792,7 @@ static int affine_at(dsolver *s, arb_struct *sv, slong prec, slong wp)
     int rc = -1;
     if (!dst) goto out;
     for (slong a = 0; a < k; a++) {
-        arb_zero(sv + dep_sid(mf, (size_t)a));
+        arb_zero(sv + s->sid[a]);
         dst[a] = b + a;
     }
     for (size_t i = 0; i < s->k * s->k; i++)
@@ -828,7 +824,7 @@ static int affine_at(dsolver *s, arb_struct *sv, slong prec, slong wp)
     rc = 1;
     for (slong a = 0; a < k; a++)
         if (mag_cmp_2exp_si(arb_radref(x + a), -prec / 2 - 16) >= 0) goto out;
-    for (slong a = 0; a < k; a++) arb_swap(sv + dep_sid(mf, (size_t)a), x + a);
+    for (slong a = 0; a < k; a++) arb_swap(sv + s->sid[a], x + a);
     rc = 0;
 out:
     free(dst);
@@ -854,26 +850,49 @@ static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
     return rc;
 }
 
+/* The dependent velocities in double precision from the values in s->d:
+ * damped Newton, restarted from drawn values; 0 with s->d holding them. */
+static int newton_d_starts(dsolver *s, flint_rand_t rnd)
+{
+    for (int start = 0; start < NEWTON_STARTS; start++) {
+        if (start)
+            for (size_t a = 0; a < s->k; a++)
+                s->d[s->sid[a]] = draw(rnd, 0.3, 1.5, 1) * (double)(1 << (start - 1));
+        if (newton_d(s) == 0) return 0;
+    }
+    return -1;
+}
+
+static void mid_into(const dsolver *s, const arb_struct *sv)
+{
+    for (size_t i = 0; i < s->ns; i++)
+        s->d[i] = arf_get_d(arb_midref(sv + i), ARF_RND_NEAR);
+}
+
 static int solve_dependent(dsolver *s, flint_rand_t rnd, arb_struct *sv,
                            slong prec)
 {
-    const ch_manifold *mf = s->mf;
-    for (size_t i = 0; i < s->ns; i++)
-        s->d[i] = arf_get_d(arb_midref(sv + i), ARF_RND_NEAR);
-    /* s->d keeps the drawn starting values for the general path */
-    if (mf->affine && !solve_affine(s, sv, prec)) return 0;
-    int ok = 0;
-    for (int start = 0; start < NEWTON_STARTS && !ok; start++) {
-        if (start)
-            for (size_t a = 0; a < s->k; a++)
-                s->d[dep_sid(mf, a)] = draw(rnd, 0.3, 1.5, 1) * (double)(1 << (start - 1));
-        ok = newton_d(s) == 0;
-    }
-    if (!ok) return -1;
+    mid_into(s, sv); /* s->d keeps the drawn starting values for the general path */
+    if (s->mf->affine && !solve_affine(s, sv, prec)) return 0;
+    if (newton_d_starts(s, rnd)) return -1;
     for (size_t a = 0; a < s->k; a++)
-        arb_set_d(sv + dep_sid(mf, a), s->d[dep_sid(mf, a)]);
+        arb_set_d(sv + s->sid[a], s->d[s->sid[a]]);
     if (newton_arb(s, sv, prec)) return -1;
     return certify(s, sv, prec);
+}
+
+/* The same when only the unknowns of the prefix system p (the first of a
+ * triangular order, see needed_prefix) are enclosed: every unknown is
+ * solved in double precision, so the point lies on the manifold to
+ * rounding (a witness is printed), then p's are enclosed as above. */
+static int solve_prefix(dsolver *s, dsolver *p, flint_rand_t rnd,
+                        arb_struct *sv, slong prec)
+{
+    mid_into(s, sv);
+    if (newton_d_starts(s, rnd)) return -1;
+    for (size_t a = 0; a < s->k; a++)
+        arb_set_d(sv + s->sid[a], s->d[s->sid[a]]);
+    return p->k ? solve_dependent(p, rnd, sv, prec) : 0;
 }
 
 /* ======================================================================
@@ -952,61 +971,115 @@ out:
  * the sampler
  * ====================================================================== */
 
-/* kkt: also q_tt and lambda (the expensive part for large systems). */
-static int sample(const ch_manifold *mf, flint_rand_t rnd, arb_struct *symval,
-                  slong prec, int kkt)
+static void dsolver_free(dsolver *s)
+{
+    free(s->sid);
+    free(s->fx);
+    free(s->fv);
+    free(s->d);
+    free(s->step);
+    free(s->trial);
+    free(s->prow);
+    free(s->pcol);
+}
+
+/* The system of the k constraints row[0..k) in the dependent velocities
+ * col[0..k) (indices into phi and mf->dep; NULL: 0..k-1); -1 when out of
+ * memory (free it all the same). */
+static int dsolver_init(dsolver *s, const ch_manifold *mf, size_t k,
+                        const size_t *row, const size_t *col)
 {
     const ch_lagrange *L = mf->lag;
-    size_t k = mf->k, n = mf->n;
-    dsolver s;
-    memset(&s, 0, sizeof s);
-    s.mf = mf;
-    s.k = k;
-    s.ns = ch_ctx_nsyms(mf->ctx);
-    s.fx = malloc((k + k * k + 1) * sizeof *s.fx);
-    s.fv = malloc((k + k * k + 1) * sizeof *s.fv);
-    s.d = malloc((s.ns + 1) * sizeof *s.d);
-    s.step = malloc((k + 1) * sizeof *s.step);
-    s.trial = malloc((k + 1) * sizeof *s.trial);
-    s.prow = malloc((k + 1) * sizeof *s.prow);
-    s.pcol = malloc((k + 1) * sizeof *s.pcol);
-    int rc = -1;
-    if (!s.fx || !s.fv || !s.d || !s.step || !s.trial || !s.prow || !s.pcol) goto out;
+    memset(s, 0, sizeof *s);
+    s->mf = mf;
+    s->k = k;
+    s->ns = ch_ctx_nsyms(mf->ctx);
+    s->sid = malloc((k + 1) * sizeof *s->sid);
+    s->fx = malloc((k + k * k + 1) * sizeof *s->fx);
+    s->fv = malloc((k + k * k + 1) * sizeof *s->fv);
+    s->d = malloc((s->ns + 1) * sizeof *s->d);
+    s->step = malloc((k + 1) * sizeof *s->step);
+    s->trial = malloc((k + 1) * sizeof *s->trial);
+    s->prow = malloc((k + 1) * sizeof *s->prow);
+    s->pcol = malloc((k + 1) * sizeof *s->pcol);
+    if (!s->sid || !s->fx || !s->fv || !s->d || !s->step || !s->trial || !s->prow
+        || !s->pcol)
+        return -1;
     for (size_t a = 0; a < k; a++) {
-        s.fx[a] = L->phi[a];
-        for (size_t b = 0; b < k; b++) s.fx[k + a * k + b] = L->G[a * n + mf->dep[b]];
+        size_t r = row ? row[a] : a, c = col ? col[a] : a;
+        s->sid[a] = ch_sym_of(mf->model->qt[mf->dep[c]])->sid;
+        s->fx[a] = L->phi[r];
+        for (size_t b = 0; b < k; b++)
+            s->fx[k + a * k + b] = L->G[r * mf->n + mf->dep[col ? col[b] : b]];
     }
+    return 0;
+}
+
+/* How many unknowns of the triangular order s->pcol an expression e needs:
+ * one past the last that occurs in e. Row prow[i] involves pcol[0..i]
+ * only, so the first rows are a system of their own in the first
+ * unknowns. */
+static size_t needed_prefix(const dsolver *s, const ch_expr *e)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < s->k; i++)
+        if (ch_has_sym(e, s->mf->model->qt[s->mf->dep[s->pcol[i]]])) need = i + 1;
+    return need;
+}
+
+/* kkt: also q_tt and lambda (the expensive part for large systems).
+ * target: the one expression to be evaluated at the point, or NULL. */
+static int sample(const ch_manifold *mf, flint_rand_t rnd, arb_struct *symval,
+                  slong prec, int kkt, const ch_expr *target)
+{
+    size_t k = mf->k, need = k;
+    dsolver s, p;
+    memset(&p, 0, sizeof p);
+    int rc = -1;
+    if (dsolver_init(&s, mf, k, NULL, NULL)) goto out;
     /* (k >= 2: a 1 x 1 block gains nothing) */
     s.tri = k >= 2 && find_triangular(&s);
+    /* the state alone: the unknowns the target needs and those before them
+     * in a triangular order are enclosed, the rest solved in doubles */
+    if (!kkt && target && s.tri) need = needed_prefix(&s, target);
+    if (need < k) {
+        if (dsolver_init(&p, mf, need, s.prow, s.pcol)) goto out;
+        for (size_t i = 0; i < need; i++) p.prow[i] = p.pcol[i] = i;
+        p.tri = need >= 2;
+    }
     /* Later tries use all-positive points (domains of sqrt, log) and
      * smaller independent velocities (constraints such as
      * x'^2 + y'^2 = v0^2 have no real solution when they are large). */
     for (int tr = 0; tr < SAMPLE_TRIES && rc; tr++) {
         double vscale = ldexp(1.0, -(tr / 4));
         draw_free(mf, rnd, symval, tr % 2, vscale);
-        if (k && solve_dependent(&s, rnd, symval, prec)) continue;
+        if (k && (need < k ? solve_prefix(&s, &p, rnd, symval, prec)
+                           : solve_dependent(&s, rnd, symval, prec)))
+            continue;
         if (kkt && solve_kkt(mf, symval, prec)) continue;
         rc = 0;
     }
 out:
-    free(s.fx);
-    free(s.fv);
-    free(s.d);
-    free(s.step);
-    free(s.trial);
-    free(s.prow);
-    free(s.pcol);
+    dsolver_free(&s);
+    dsolver_free(&p);
     return rc;
 }
 
 int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
                        slong prec)
 {
-    return sample(manifold, rnd, symval, prec, 1);
+    return sample(manifold, rnd, symval, prec, 1, NULL);
 }
 
 int ch_manifold_sample_state(void *manifold, flint_rand_t rnd,
                              arb_struct *symval, slong prec)
 {
-    return sample(manifold, rnd, symval, prec, 0);
+    return sample(manifold, rnd, symval, prec, 0, NULL);
+}
+
+int ch_manifold_sample_state_for(void *probe, flint_rand_t rnd,
+                                 arb_struct *symval, slong prec)
+{
+    const ch_manifold_probe *pr = probe;
+    return sample(pr->mf, rnd, symval, prec, 0, pr->e);
 }

@@ -385,18 +385,13 @@ static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
 
 /* The energy identity holds on the constraint manifold; it involves the
  * accelerations or multipliers only through implicit alpha, if at all. */
-static ch_sampler identity_sampler(const ch_reduced *r)
-{
-    const ch_expr *e = r->E_identity;
-    if (ch_has_sym_kind(e, CH_SYM_ACC) || ch_has_any_sym(e, r->k, r->mf->lambda))
-        return ch_manifold_sample;
-    return ch_manifold_sample_state;
-}
-
 void ch_reduce_test_identity(ch_ctx *ctx, ch_reduced *r)
 {
-    r->E_identity_test = ch_zero_test(ctx, r->E_identity, identity_sampler(r),
-                                      (void *)r->mf, 8);
+    const ch_expr *e = r->E_identity;
+    ch_manifold_probe probe = {r->mf, e};
+    int kkt = ch_has_sym_kind(e, CH_SYM_ACC) || ch_has_any_sym(e, r->k, r->mf->lambda);
+    r->E_identity_test = kkt ? ch_zero_test(ctx, e, ch_manifold_sample, (void *)r->mf, 8)
+                             : ch_zero_test(ctx, e, ch_manifold_sample_state_for, &probe, 8);
 }
 
 /* ch_manifold_init has checked the block numerically; this is the
