@@ -412,9 +412,10 @@ const ch_expr *ch_diff_once(ch_ctx *ctx, const ch_expr *e, const ch_expr *sym)
  * differentiated once and weighted by the sum of its members'
  * coefficients. That is the linear combination the term-by-term
  * derivative forms (the same node), with O(1) derivatives per entry where
- * term by term took one per body: O(n^2) in all against O(n^3). What is
- * left per entry is a walk over p_i's terms comparing pointers (for the
- * 200-trailer 0.16 G instructions of the derivation's 19 G). */
+ * term by term took one per body: O(n^2) in all against O(n^3). The runs
+ * of a class at v_j (members whose forms have the same derivatives) are
+ * found from where consecutive members differ (class_runs), not by
+ * comparing every member's rows at every j. */
 
 /* Momenta with fewer terms are differentiated term by term. */
 #define CLASS_MIN_TERMS 8
@@ -666,11 +667,163 @@ out:
     return rc;
 }
 
-/* d p / d syms[j] for a momentum p classified into tc, through the dmode
- * of one entry (x: its top level). A class is walked member by member comparing rows; each run of
- * equal rows costs one entry lookup. */
+/* Where a class's runs break: the velocities by whose derivatives two
+ * consecutive members differ (their forms' rows differ there). For a
+ * chain X_(b+1) = X_b + (a term in v_(b+1)), so two consecutive members
+ * differ at one velocity, and the same two forms follow each other in
+ * every momentum behind them: the lists are kept for the whole call, by
+ * the rows of the two members (2 nholes row pointers). */
+typedef struct {
+    size_t nholes, nat;
+    const ch_expr **const *rows; /* the first member's nholes rows, then the second's */
+    size_t *at;                  /* the nat velocities, increasing */
+} pair_breaks;
+
+static void pair_breaks_free(pair_breaks *pb)
+{
+    if (!pb) return;
+    free((void *)pb->rows);
+    free(pb->at);
+    free(pb);
+}
+
+static int rows_differ(const ch_expr **const *hs, const ch_expr **const *ht,
+                       size_t nh, size_t j)
+{
+    for (size_t h = 0; h < nh; h++)
+        if (hs[h][j] != ht[h][j]) return 1;
+    return 0;
+}
+
+/* The breaks between members s and t of one class (NULL and lf->failed
+ * when out of memory). */
+static const pair_breaks *breaks_of(lforms *lf, ch_map *cache, const term_class *tc,
+                                    size_t s, size_t t)
+{
+    size_t nh = tc[s].nholes;
+    const ch_expr **const *hs = lf->holes + tc[s].hole0, **const *ht = lf->holes + tc[t].hole0;
+    uint64_t key = mix(0, nh);
+    for (size_t h = 0; h < nh; h++) key = mix(mix(key, (uintptr_t)hs[h]), (uintptr_t)ht[h]);
+    for (key |= 1;; key += 2) { /* keys are not 0 */
+        const pair_breaks *pb = ch_map_get(cache, key);
+        if (!pb) break;
+        int same = pb->nholes == nh;
+        for (size_t h = 0; same && h < nh; h++)
+            same = pb->rows[h] == hs[h] && pb->rows[nh + h] == ht[h];
+        if (same) return pb;
+    }
+    pair_breaks *pb = calloc(1, sizeof *pb);
+    const ch_expr ***rows = pb ? malloc((2 * nh + 1) * sizeof *rows) : NULL;
+    size_t nat = 0;
+    for (size_t j = 0; j < lf->n; j++) nat += rows_differ(hs, ht, nh, j);
+    size_t *at = rows ? malloc((nat + 1) * sizeof *at) : NULL;
+    if (!at || ch_map_put(cache, key, pb)) {
+        free(rows);
+        free(at);
+        free(pb);
+        lf->failed = 1;
+        return NULL;
+    }
+    for (size_t h = 0; h < nh; h++) rows[h] = hs[h], rows[nh + h] = ht[h];
+    for (size_t j = 0; j < lf->n; j++)
+        if (rows_differ(hs, ht, nh, j)) at[pb->nat++] = j;
+    pb->nholes = nh;
+    pb->rows = (const ch_expr **const *)rows;
+    pb->at = at;
+    return pb;
+}
+
+/* A momentum's classes as the derivatives walk them: its items (the terms
+ * alone and the first member of each class, in term order), each class's
+ * members in order, and the breaks of its runs by velocity: brk[bstart[j]
+ * .. bstart[j + 1]) are (item, q) in item and q order, a run of that item's
+ * class ending at its member q at velocity j. */
+typedef struct {
+    size_t nitems, *item, *off, *len, *order;
+    size_t *bstart, *brk_item, *brk_pos;
+} class_runs;
+
+static void runs_free(class_runs *r)
+{
+    free(r->item);
+    free(r->off);
+    free(r->len);
+    free(r->order);
+    free(r->bstart);
+    free(r->brk_item);
+    free(r->brk_pos);
+    memset(r, 0, sizeof *r);
+}
+
+/* -1 when out of memory (lf->failed set). */
+static int runs_init(lforms *lf, ch_map *cache, const ch_expr *p, const term_class *tc,
+                     class_runs *r)
+{
+    size_t T = p->n, n = lf->n, nb = 0;
+    memset(r, 0, sizeof *r);
+    r->item = malloc((T + 1) * sizeof *r->item);
+    r->off = malloc((T + 1) * sizeof *r->off);
+    r->len = malloc((T + 1) * sizeof *r->len);
+    r->order = malloc((T + 1) * sizeof *r->order);
+    r->bstart = calloc(n + 1, sizeof *r->bstart);
+    const pair_breaks **pbs = malloc((T + 1) * sizeof *pbs);
+    int ok = r->item && r->off && r->len && r->order && r->bstart && pbs;
+    for (size_t t = 0, m = 0; ok && t < T; t++) {
+        if (tc[t].cls >= 0 && (size_t)tc[t].cls != t) continue;
+        size_t k = r->nitems++;
+        r->item[k] = t;
+        r->off[k] = m;
+        r->len[k] = 0;
+        for (int x = tc[t].cls < 0 ? -1 : (int)t; ok && x >= 0; x = tc[x].next, m++) {
+            r->order[m] = (size_t)x;
+            if (r->len[k]++ == 0) continue; /* the first member: no pair before it */
+            const pair_breaks *pb = pbs[m] = breaks_of(lf, cache, tc, r->order[m - 1], (size_t)x);
+            if (!pb) {
+                ok = 0;
+                break;
+            }
+            nb += pb->nat;
+            for (size_t a = 0; a < pb->nat; a++) r->bstart[pb->at[a] + 1]++;
+        }
+    }
+    if (ok) {
+        r->brk_item = malloc((nb + 1) * sizeof *r->brk_item);
+        r->brk_pos = malloc((nb + 1) * sizeof *r->brk_pos);
+        ok = r->brk_item && r->brk_pos;
+    }
+    if (ok) {
+        for (size_t j = 0; j < n; j++) r->bstart[j + 1] += r->bstart[j];
+        size_t *fill = malloc((n + 1) * sizeof *fill);
+        ok = fill != NULL;
+        for (size_t j = 0; ok && j < n; j++) fill[j] = r->bstart[j];
+        for (size_t k = 0; ok && k < r->nitems; k++)
+            for (size_t q = 1; q < r->len[k]; q++) {
+                const pair_breaks *pb = pbs[r->off[k] + q];
+                for (size_t a = 0; a < pb->nat; a++) {
+                    size_t at = fill[pb->at[a]]++;
+                    r->brk_item[at] = k;
+                    r->brk_pos[at] = q - 1;
+                }
+            }
+        free(fill);
+    }
+    free(pbs);
+    if (!ok) {
+        runs_free(r);
+        lf->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* d p / d syms[j] for a momentum p classified into tc (its runs in r),
+ * through the dmode of one entry (x: its top level). Each run of a class
+ * costs one entry lookup, and the runs come from the breaks at j: the
+ * entry costs O(items + runs), where walking every member comparing rows
+ * made the mass matrix O(n^3) (the 200-trailer's 0.16 G instructions,
+ * x7.2 from 100 trailers). */
 static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_class *tc,
-                                    size_t j, const dmode *x)
+                                    const class_runs *cr, size_t j, const dmode *x)
 {
     ch_ctx *ctx = lf->ctx;
     size_t T = p->n;
@@ -683,7 +836,9 @@ static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_cla
     }
     dmode y = *x;
     y.shallow--; /* the terms are one level below p */
-    for (size_t t = 0; t < T; t++) {
+    size_t b = cr->bstart[j], be = cr->bstart[j + 1];
+    for (size_t k = 0; k < cr->nitems; k++) {
+        size_t t = cr->item[k];
         if (tc[t].cls < 0) { /* alone */
             const ch_expr *e = p->pair[t].e;
             if (!depends(e, x)) continue;
@@ -692,18 +847,13 @@ static const ch_expr *diff_by_class(lforms *lf, const ch_expr *p, const term_cla
             fmpq_set(en.c + en.ne++, p->pair[t].c);
             continue;
         }
-        if ((size_t)tc[t].cls != t) continue; /* walked from its first member */
-        size_t s = t;
-        for (size_t m = t;; ) {
-            int nx = tc[m].next;
-            if (nx >= 0 && same_rows(lf, tc, s, (size_t)nx, j)) {
-                m = (size_t)nx;
-                continue;
-            }
-            if (add_run(lf, p, tc, j, &y, &en, s, m)) goto out;
-            if (nx < 0) break;
-            s = m = (size_t)nx;
+        const size_t *mem = cr->order + cr->off[k];
+        size_t s = 0;
+        for (; b < be && cr->brk_item[b] == k; b++) {
+            if (add_run(lf, p, tc, j, &y, &en, mem[s], mem[cr->brk_pos[b]])) goto out;
+            s = cr->brk_pos[b] + 1;
         }
+        if (add_run(lf, p, tc, j, &y, &en, mem[s], mem[cr->len[k] - 1])) goto out;
     }
     r = ch_lincomb(ctx, NULL, en.ne, en.c, en.d);
 out:
@@ -748,12 +898,17 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
     int rc = n > 1 && ch_sym_finder_init(ctx, &lf.vel, n, syms) ? -1 : 0;
     term_class *tc = NULL;
     size_t ntc = 0;
+    class_runs cr = {0};
+    ch_map breaks; /* pair_breaks by the rows of two consecutive members */
+    ch_map_init(&breaks);
     for (size_t i = 0; i < n && !rc; i++) {
         int by_class = n > 1 && e[i] && e[i]->kind == CH_ADD && e[i]->n >= CLASS_MIN_TERMS;
         if (by_class) {
             tc_free(tc, ntc);
             ntc = e[i]->n;
-            if (!(tc = tc_new(ntc)) || classify(&lf, e[i], tc)) {
+            runs_free(&cr);
+            if (!(tc = tc_new(ntc)) || classify(&lf, e[i], tc)
+                || runs_init(&lf, &breaks, e[i], tc, &cr)) {
                 if (!ch_ctx_error(ctx)->code) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
                 rc = -1;
                 break;
@@ -765,7 +920,7 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
                        DIFF_ONCE_LEVELS, &local, &prod, n > 1 ? &near : NULL};
             const ch_expr *r = !e[i] ? NULL
                                : !depends(e[i], &d) ? ch_zero(ctx)
-                               : by_class ? diff_by_class(&lf, e[i], tc, j, &d)
+                               : by_class ? diff_by_class(&lf, e[i], tc, &cr, j, &d)
                                           : deriv(ctx, e[i], &d);
             ch_map_free(&local);
             out[i * n + j] = out[j * n + i] = r;
@@ -776,6 +931,10 @@ int ch_diff_symmetric(ch_ctx *ctx, size_t n, const ch_expr *const *e,
         }
     }
     tc_free(tc, ntc);
+    runs_free(&cr);
+    for (size_t k = 0; k < breaks.cap; k++)
+        if (breaks.slot[k].key) pair_breaks_free(breaks.slot[k].val);
+    ch_map_free(&breaks);
     for (size_t k = 0; k < lf.forms.cap; k++) /* the rows */
         if (lf.forms.slot[k].key && lf.forms.slot[k].val != (void *)NOT_FORM)
             free(lf.forms.slot[k].val);
