@@ -687,14 +687,6 @@ static void pair_breaks_free(pair_breaks *pb)
     free(pb);
 }
 
-static int rows_differ(const ch_expr **const *hs, const ch_expr **const *ht,
-                       size_t nh, size_t j)
-{
-    for (size_t h = 0; h < nh; h++)
-        if (hs[h][j] != ht[h][j]) return 1;
-    return 0;
-}
-
 /* The breaks between members s and t of one class (NULL and lf->failed
  * when out of memory). */
 static const pair_breaks *breaks_of(lforms *lf, ch_map *cache, const term_class *tc,
@@ -714,9 +706,7 @@ static const pair_breaks *breaks_of(lforms *lf, ch_map *cache, const term_class 
     }
     pair_breaks *pb = calloc(1, sizeof *pb);
     const ch_expr ***rows = pb ? malloc((2 * nh + 1) * sizeof *rows) : NULL;
-    size_t nat = 0;
-    for (size_t j = 0; j < lf->n; j++) nat += rows_differ(hs, ht, nh, j);
-    size_t *at = rows ? malloc((nat + 1) * sizeof *at) : NULL;
+    size_t *at = rows ? malloc((lf->n + 1) * sizeof *at) : NULL;
     if (!at || ch_map_put(cache, key, pb)) {
         free(rows);
         free(at);
@@ -726,7 +716,9 @@ static const pair_breaks *breaks_of(lforms *lf, ch_map *cache, const term_class 
     }
     for (size_t h = 0; h < nh; h++) rows[h] = hs[h], rows[nh + h] = ht[h];
     for (size_t j = 0; j < lf->n; j++)
-        if (rows_differ(hs, ht, nh, j)) at[pb->nat++] = j;
+        if (!same_rows(lf, tc, s, t, j)) at[pb->nat++] = j;
+    size_t *fit = realloc(at, (pb->nat + 1) * sizeof *at); /* mostly one */
+    if (fit) at = fit;
     pb->nholes = nh;
     pb->rows = (const ch_expr **const *)rows;
     pb->at = at;

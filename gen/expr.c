@@ -129,20 +129,30 @@ void ch_ctx_block_give(ch_ctx *ctx, void *block)
     ctx->spare = block;
 }
 
+/* An array by node id (*a, *len entries, zero where not in use; NULL and
+ * 0 when none) with an entry for every node made so far, and room for
+ * those made until its next use; 0, or -1 when out of memory (*a kept). */
+static int id_array_fit(const ch_ctx *ctx, uint32_t **a, size_t *len)
+{
+    size_t need = ctx->nnodes + 1;
+    if (*a && *len >= need) return 0;
+    size_t grown = need + need / 2;
+    uint32_t *t = *a ? ch_mem_resize(*a, *len * sizeof *t, grown * sizeof *t)
+                     : ch_mem_alloc(grown * sizeof *t);
+    if (!t) return -1;
+    *a = t;
+    *len = grown;
+    return 0;
+}
+
 uint32_t *ch_ctx_ids_take(ch_ctx *ctx, size_t *len)
 {
-    size_t need = ctx->nnodes + 1, n = ctx->nids;
+    /* (none kept: the first pass, or one has it) */
+    if (id_array_fit(ctx, &ctx->ids, &ctx->nids)) return NULL;
     uint32_t *ids = ctx->ids;
-    if (!ids || n < need) { /* (none: the first pass, or one has it) */
-        size_t grown = need + need / 2; /* and the nodes made until the next */
-        ids = ids ? ch_mem_resize(ids, n * sizeof *ids, grown * sizeof *ids)
-                  : ch_mem_alloc(grown * sizeof *ids);
-        if (!ids) return NULL;
-        n = grown;
-    }
+    *len = ctx->nids;
     ctx->ids = NULL;
     ctx->nids = 0;
-    *len = n;
     return ids;
 }
 
@@ -2043,18 +2053,9 @@ size_t ch_tree_size(ch_ctx *ctx, const ch_expr *e, size_t cap)
     if (!e) return 0;
     size_t walked = tree_walk(e, cap < TREE_WALK_MAX ? cap : TREE_WALK_MAX);
     if (walked < TREE_WALK_MAX || cap <= TREE_WALK_MAX) return walked;
-    size_t need = ctx->nnodes + 1;
-    if (ctx->ntree < need) { /* and room for the nodes made until the next call */
-        size_t grown = need + need / 2;
-        uint32_t *t = ctx->tree ? ch_mem_resize(ctx->tree, ctx->ntree * sizeof *t,
-                                                grown * sizeof *t)
-                                : ch_mem_alloc(grown * sizeof *t);
-        if (!t) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            return cap;
-        }
-        ctx->tree = t;
-        ctx->ntree = grown;
+    if (id_array_fit(ctx, &ctx->tree, &ctx->ntree)) {
+        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+        return cap;
     }
     size_t n = tree_size(e, ctx->tree);
     return n < cap ? n : cap;
