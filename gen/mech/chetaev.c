@@ -310,14 +310,12 @@ static int decide_energy(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *C,
     int kkt = ch_has_sym_kind(balance, CH_SYM_ACC)
            || ch_has_any_sym(balance, mf->k, mf->lambda);
     /* without multipliers and accelerations, the points need only be
-     * where balance looks (ch_manifold_sample_state_for) */
+     * where balance looks */
     ch_manifold_probe probe = {mf, balance};
-    ch_zero_result z = kkt ? ch_zero_test_on(ctx, C->energy_balance, balance,
-                                             ch_manifold_sample, (void *)mf,
-                                             ZERO_POINTS)
-                           : ch_zero_test_on(ctx, C->energy_balance, balance,
-                                             ch_manifold_sample_state_for, &probe,
-                                             ZERO_POINTS);
+    ch_zero_result z = ch_zero_test_on(ctx, C->energy_balance, balance,
+                                       kkt ? ch_manifold_sample
+                                           : ch_manifold_sample_state,
+                                       kkt ? (void *)mf : &probe, ZERO_POINTS);
     C->energy_test = z;
     if (shortcut) {
         if (z.verdict == CH_ZERO_NO)

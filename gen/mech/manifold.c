@@ -851,16 +851,21 @@ static int solve_affine(dsolver *s, arb_struct *sv, slong prec)
 }
 
 /* The dependent velocities in double precision from the values in s->d:
- * damped Newton, restarted from drawn values; 0 with s->d holding them. */
-static int newton_d_starts(dsolver *s, flint_rand_t rnd)
+ * damped Newton, restarted from drawn values; 0 with s->d and their balls
+ * (exact doubles) holding them. */
+static int solve_d(dsolver *s, flint_rand_t rnd, arb_struct *sv)
 {
-    for (int start = 0; start < NEWTON_STARTS; start++) {
+    int ok = 0;
+    for (int start = 0; start < NEWTON_STARTS && !ok; start++) {
         if (start)
             for (size_t a = 0; a < s->k; a++)
                 s->d[s->sid[a]] = draw(rnd, 0.3, 1.5, 1) * (double)(1 << (start - 1));
-        if (newton_d(s) == 0) return 0;
+        ok = newton_d(s) == 0;
     }
-    return -1;
+    if (!ok) return -1;
+    for (size_t a = 0; a < s->k; a++)
+        arb_set_d(sv + s->sid[a], s->d[s->sid[a]]);
+    return 0;
 }
 
 static void mid_into(const dsolver *s, const arb_struct *sv)
@@ -874,10 +879,7 @@ static int solve_dependent(dsolver *s, flint_rand_t rnd, arb_struct *sv,
 {
     mid_into(s, sv); /* s->d keeps the drawn starting values for the general path */
     if (s->mf->affine && !solve_affine(s, sv, prec)) return 0;
-    if (newton_d_starts(s, rnd)) return -1;
-    for (size_t a = 0; a < s->k; a++)
-        arb_set_d(sv + s->sid[a], s->d[s->sid[a]]);
-    if (newton_arb(s, sv, prec)) return -1;
+    if (solve_d(s, rnd, sv) || newton_arb(s, sv, prec)) return -1;
     return certify(s, sv, prec);
 }
 
@@ -889,9 +891,7 @@ static int solve_prefix(dsolver *s, dsolver *p, flint_rand_t rnd,
                         arb_struct *sv, slong prec)
 {
     mid_into(s, sv);
-    if (newton_d_starts(s, rnd)) return -1;
-    for (size_t a = 0; a < s->k; a++)
-        arb_set_d(sv + s->sid[a], s->d[s->sid[a]]);
+    if (solve_d(s, rnd, sv)) return -1;
     return p->k ? solve_dependent(p, rnd, sv, prec) : 0;
 }
 
@@ -1071,13 +1071,7 @@ int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
     return sample(manifold, rnd, symval, prec, 1, NULL);
 }
 
-int ch_manifold_sample_state(void *manifold, flint_rand_t rnd,
-                             arb_struct *symval, slong prec)
-{
-    return sample(manifold, rnd, symval, prec, 0, NULL);
-}
-
-int ch_manifold_sample_state_for(void *probe, flint_rand_t rnd,
+int ch_manifold_sample_state(void *probe, flint_rand_t rnd,
                                  arb_struct *symval, slong prec)
 {
     const ch_manifold_probe *pr = probe;

@@ -50,30 +50,26 @@ int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
 int ch_manifold_sample(void *manifold, flint_rand_t rnd, arb_struct *symval,
                        slong prec);
 
-/* The same point without q_tt and lambda (they keep whatever values the
- * caller set): for expressions free of accelerations and multipliers,
- * which spares the KKT solve, O((n+k)^3) in balls per point. */
-int ch_manifold_sample_state(void *manifold, flint_rand_t rnd,
-                             arb_struct *symval, slong prec);
-
-/* The data of ch_manifold_sample_state_for: the manifold and the one
- * expression that will be evaluated at its points. */
+/* The data of ch_manifold_sample_state: the manifold and the one
+ * expression that will be evaluated at its points (NULL: any). */
 typedef struct {
     const ch_manifold *mf;
     const ch_expr *e;
 } ch_manifold_probe;
 
-/* ch_manifold_sample_state for points where only probe->e is evaluated
- * (data is a ch_manifold_probe *). When the dependent block of G is
- * triangular up to a permutation (a chain of constraints, each adding one
- * velocity), the dependent velocities e involves and those before them in
- * the chain are enclosed in balls, the others only solved in double
+/* The same point without q_tt and lambda (they keep whatever values the
+ * caller set), for expressions free of accelerations and multipliers:
+ * that spares the KKT solve, O((n+k)^3) in balls per point. data is a
+ * ch_manifold_probe *. When the dependent block of G is triangular up to
+ * a permutation (a chain of constraints, each adding one velocity), only
+ * the dependent velocities probe->e involves and those before them in
+ * the chain are enclosed in balls, the others solved in double
  * precision: the point is on the manifold to rounding, and exactly where
- * e looks. The n-trailer's chain has k = N + 1 constraints, and the
- * enclosure of all of them costs O(k^2) ball operations at O(k) bits (the
- * radii of a forward substitution grow by a bit or two per unknown); its
- * energy balance involves the first dependent velocity only. */
-int ch_manifold_sample_state_for(void *probe, flint_rand_t rnd,
-                                 arb_struct *symval, slong prec);
+ * e looks. The n-trailer's chain has k = N + 1 constraints, whose
+ * enclosure costs O(k^2) ball operations at O(k) bits (the radii of a
+ * forward substitution grow by a bit or two per unknown), and its energy
+ * balance involves the first dependent velocity only. */
+int ch_manifold_sample_state(void *probe, flint_rand_t rnd, arb_struct *symval,
+                             slong prec);
 
 #endif

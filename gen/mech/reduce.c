@@ -390,8 +390,9 @@ void ch_reduce_test_identity(ch_ctx *ctx, ch_reduced *r)
     const ch_expr *e = r->E_identity;
     ch_manifold_probe probe = {r->mf, e};
     int kkt = ch_has_sym_kind(e, CH_SYM_ACC) || ch_has_any_sym(e, r->k, r->mf->lambda);
-    r->E_identity_test = kkt ? ch_zero_test(ctx, e, ch_manifold_sample, (void *)r->mf, 8)
-                             : ch_zero_test(ctx, e, ch_manifold_sample_state_for, &probe, 8);
+    r->E_identity_test = ch_zero_test(ctx, e,
+                                      kkt ? ch_manifold_sample : ch_manifold_sample_state,
+                                      kkt ? (void *)r->mf : &probe, 8);
 }
 
 /* ch_manifold_init has checked the block numerically; this is the
