@@ -108,6 +108,11 @@ def keyvals(text):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
+def middle(xs):
+    """The median of xs (the upper one of an even count)."""
+    return sorted(xs)[len(xs) // 2]
+
+
 class Bench:
     def __init__(self, build, quick, cap, timeout, gcc_max_kb):
         self.bin = os.path.join(build, "chetaev")
@@ -146,7 +151,7 @@ class Bench:
             if r["rc"] != 0 or r["cpu"] > 30.0:
                 break
         r = dict(rs[-1])
-        r["cpu"] = sorted(x["cpu"] for x in rs)[len(rs) // 2]
+        r["cpu"] = middle([x["cpu"] for x in rs])
         return r
 
     def chetaev(self, name):
@@ -420,7 +425,7 @@ def kernel_pairs_table(b, models, pairs):
             ratios.append(float(keyvals(a["out"])["emitted_indep_ns"])
                           / float(keyvals(c["out"])["emitted_indep_ns"]))
         cells = ", ".join(f"{x:.3f}" for x in ratios) or "error"
-        med = f"{sorted(ratios)[len(ratios) // 2]:.3f}" if ratios else "-"
+        med = f"{middle(ratios):.3f}" if ratios else "-"
         print(f"| {name} | {cells} | {med} |")
 
 
@@ -496,11 +501,11 @@ def doubling_table(b, n, pairs):
             for nh, got in ((small, a), (large, c)):
                 got.append(stage(f(nh)))
         ok = all(num(x) for x in a + c)
-        ratios = sorted(y / x for x, y in zip(a, c)) if ok else []
+        ratios = [y / x for x, y in zip(a, c)] if ok else []
         print(f"| {label} | " + ", ".join(fmt(x, "s") for x in a) + " | "
               + ", ".join(fmt(x, "s") for x in c) + " | "
-              + (", ".join(f"{y / x:.2f}" for x, y in zip(a, c)) if ok else "-") + " | "
-              + (f"{ratios[len(ratios) // 2]:.2f} | {min(c) / min(a):.2f}" if ok else "- | -")
+              + (", ".join(f"{r:.2f}" for r in ratios) if ok else "-") + " | "
+              + (f"{middle(ratios):.2f} | {min(c) / min(a):.2f}" if ok else "- | -")
               + " |")
 
 
