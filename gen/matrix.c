@@ -27,43 +27,44 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
     return J;
 }
 
-/* Rank by Gaussian elimination with full pivoting; entries below
- * tol * (largest entry) count as zero. */
+/* Rank by Gaussian elimination to row echelon form, column by column,
+ * the row of largest magnitude as pivot; a column whose candidates are
+ * all below tol * (largest entry) adds nothing. Rows are swapped and
+ * updated whole (contiguous), rows with a zero multiplier are skipped:
+ * full pivoting searched and swapped columns of the whole remaining block
+ * at every step, 0.9% of the 400-trailer's derivation for its three
+ * ranks of order 400. */
 static int rank_d(double *a, size_t rows, size_t cols)
 {
     double amax = 0;
     for (size_t i = 0; i < rows * cols; i++)
         if (fabs(a[i]) > amax) amax = fabs(a[i]);
     double tol = 1e-9 * (amax > 0 ? amax : 1);
-    int rank = 0;
-    for (size_t r = 0; r < rows && r < cols; r++) {
-        size_t pi = r, pj = r;
+    size_t r = 0;
+    for (size_t c = 0; c < cols && r < rows; c++) {
+        size_t p = r;
         double best = 0;
         for (size_t i = r; i < rows; i++)
-            for (size_t j = r; j < cols; j++)
-                if (fabs(a[i * cols + j]) > best) {
-                    best = fabs(a[i * cols + j]);
-                    pi = i;
-                    pj = j;
-                }
-        if (best <= tol) break;
-        for (size_t j = 0; j < cols; j++) { /* swap rows r, pi */
-            double t = a[r * cols + j];
-            a[r * cols + j] = a[pi * cols + j];
-            a[pi * cols + j] = t;
-        }
-        for (size_t i = 0; i < rows; i++) { /* swap columns r, pj */
-            double t = a[i * cols + r];
-            a[i * cols + r] = a[i * cols + pj];
-            a[i * cols + pj] = t;
-        }
+            if (fabs(a[i * cols + c]) > best) {
+                best = fabs(a[i * cols + c]);
+                p = i;
+            }
+        if (best <= tol) continue;
+        double *pr = a + r * cols;
+        if (p != r)
+            for (size_t j = c; j < cols; j++) {
+                double t = pr[j];
+                pr[j] = a[p * cols + j];
+                a[p * cols + j] = t;
+            }
         for (size_t i = r + 1; i < rows; i++) {
-            double f = a[i * cols + r] / a[r * cols + r];
-            for (size_t j = r; j < cols; j++) a[i * cols + j] -= f * a[r * cols + j];
+            double *row = a + i * cols, f = row[c] / pr[c];
+            if (f == 0) continue;
+            for (size_t j = c + 1; j < cols; j++) row[j] -= f * pr[j];
         }
-        rank++;
+        r++;
     }
-    return rank;
+    return (int)r;
 }
 
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,

@@ -214,9 +214,50 @@ static void test_triangular(void)
     ch_ctx_free(ctx);
 }
 
+/* Numerical ranks: full, deficient by a combination with a function
+ * coefficient, a zero in disguise, zero columns skipped, a leading zero
+ * needing a row swap, a zero multiplier between rows to eliminate,
+ * rectangular both ways, the zero matrix (whose noise alone would count:
+ * the tolerance is relative to the largest entry). */
+static void test_rank(void)
+{
+    ch_ctx *ctx = ch_ctx_new();
+    const ch_expr *a = ch_symbol(ctx, "a", CH_SYM_COORD, NULL, 0, 0);
+    const ch_expr *b = ch_symbol(ctx, "b", CH_SYM_COORD, NULL, 0, 1);
+    const ch_expr *c = ch_symbol(ctx, "c", CH_SYM_COORD, NULL, 0, 2);
+    const ch_expr *z = ch_zero(ctx), *one = ch_one(ctx);
+    const ch_expr *sa = ch_fun1(ctx, CH_F_SIN, a), *ca = ch_fun1(ctx, CH_F_COS, a);
+    const ch_expr *r0[3] = {ch_add(ctx, a, b), sa, c}, *r1[3] = {b, ch_mul(ctx, a, c), one};
+    const ch_expr *A[9], *D[9];
+    for (size_t j = 0; j < 3; j++) {
+        A[j] = D[j] = r0[j];
+        A[3 + j] = D[3 + j] = r1[j];
+        A[6 + j] = ch_pow_si(ctx, r0[j], j + 1);
+        /* sin(b) * row 0 + row 1 */
+        D[6 + j] = ch_add(ctx, ch_mul(ctx, ch_fun1(ctx, CH_F_SIN, b), r0[j]), r1[j]);
+    }
+    CHECK(ch_numeric_rank(ctx, 3, 3, A, 6) == 3);
+    CHECK(ch_numeric_rank(ctx, 3, 3, D, 6) == 2);
+    CHECK(ch_numeric_rank(ctx, 2, 3, D, 6) == 2);
+    CHECK(ch_numeric_rank(ctx, 3, 2, (const ch_expr *const[]){a, b, c, one, sa, ca}, 6) == 2);
+    /* sin^2 + cos^2 - 1 evaluates to rounding noise: no rank */
+    const ch_expr *eps = ch_sub(ctx, ch_add(ctx, ch_pow_si(ctx, sa, 2), ch_pow_si(ctx, ca, 2)), one);
+    CHECK(ch_numeric_rank(ctx, 2, 2, (const ch_expr *const[]){eps, z, a, one}, 6) == 1);
+    CHECK(ch_numeric_rank(ctx, 2, 2, (const ch_expr *const[]){z, one, a, z}, 6) == 2);
+    /* column 1 repeats column 0: skipped, column 2 still counts */
+    CHECK(ch_numeric_rank(ctx, 3, 3, (const ch_expr *const[]){a, a, z, b, b, z, z, z, c}, 6) == 2);
+    CHECK(ch_numeric_rank(ctx, 2, 3, (const ch_expr *const[]){z, a, b, z, c, sa}, 6) == 2);
+    /* row 2 = row 0 + row 1, row 1 starting with 0 */
+    const ch_expr *b1 = ch_add(ctx, b, one);
+    CHECK(ch_numeric_rank(ctx, 3, 3, (const ch_expr *const[]){a, b, c, z, one, z, a, b1, c}, 6) == 2);
+    CHECK(ch_numeric_rank(ctx, 2, 2, (const ch_expr *const[]){z, z, z, z}, 6) == 0);
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     RUN(test_triangular);
+    RUN(test_rank);
     RUN(test_examples);
     RUN(test_inline);
     return check_summary("test_reduce");
