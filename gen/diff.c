@@ -179,7 +179,7 @@ static const ch_expr *product_rule(ch_ctx *ctx, const ch_expr *e,
 
 typedef struct {
     size_t n;       /* incidences */
-    uint64_t at[];  /* sid << 32 | term, increasing */
+    uint64_t at[];  /* bit << 32 | term (the symbol's ch_sym.bit), increasing */
 } term_index;
 
 static const term_index SEEN_ONCE[1]; /* (no index yet: asked once) */
@@ -219,9 +219,9 @@ static const term_index *term_index_of(ch_ctx *ctx, const ch_expr *e)
     return t;
 }
 
-/* [*at, *end): the incidences of symbol sid in the index of the sum e; 0
- * when e has no index (its terms are to be scanned). */
-static int terms_holding(ch_ctx *ctx, const ch_expr *e, uint64_t sid,
+/* [*at, *end): the incidences of the symbol at bit in the index of the
+ * sum e; 0 when e has no index (its terms are to be scanned). */
+static int terms_holding(ch_ctx *ctx, const ch_expr *e, uint64_t bit,
                          const uint64_t **at, const uint64_t **end)
 {
     const term_index *ix = term_index_of(ctx, e);
@@ -229,11 +229,11 @@ static int terms_holding(ch_ctx *ctx, const ch_expr *e, uint64_t sid,
     size_t lo = 0, hi = ix->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ix->at[mid] >> 32 < sid) lo = mid + 1;
+        if (ix->at[mid] >> 32 < bit) lo = mid + 1;
         else hi = mid;
     }
     *at = *end = ix->at + lo;
-    while (*end < ix->at + ix->n && **end >> 32 == sid) ++*end;
+    while (*end < ix->at + ix->n && **end >> 32 == bit) ++*end;
     return 1;
 }
 
@@ -253,7 +253,7 @@ static const ch_expr *sum_rule(ch_ctx *ctx, const ch_expr *e, const dmode *x)
     size_t nt = 0;
     const uint64_t *at = NULL, *end = NULL; /* the terms that hold x, when indexed */
     int indexed = x->x && e->n >= TERMS_MIN && x->set == x->x->symset
-                  && terms_holding(ctx, e, ch_sym_of(x->x)->sid, &at, &end);
+                  && terms_holding(ctx, e, ch_sym_of(x->x)->bit, &at, &end);
     for (uint32_t i = 0; indexed ? at < end : i < e->n; i++) {
         if (indexed) i = (uint32_t)*at++;
         else if (!depends(e->pair[i].e, x)) continue;

@@ -55,7 +55,12 @@ struct ch_ctx {
     size_t setcap, nsets;
     ch_symword *words; /* a set being built */
     uint64_t *dense, *touched; /* a union being built and its words (see dense_or) */
-    size_t nwords; /* their lengths: a word for every 64 symbols made */
+    size_t nwords; /* their lengths: at least the words handed out */
+    /* set words by kind (see ch_symset): each kind's current word and the
+     * bits of it taken (0: a new word for the next symbol) */
+    uint32_t kind_word[CH_SYM_OTHER + 1];
+    uint8_t kind_fill[CH_SYM_OTHER + 1];
+    size_t bitwords; /* words handed out */
     const ch_symset *empty;
 };
 
@@ -646,7 +651,7 @@ static int subset(const ch_symset *a, const ch_symset *b)
 static const ch_symset *node_set(ch_ctx *ctx, const ch_expr *c)
 {
     if (c->kind == CH_SYM) {
-        ch_symword w = {ch_sym_of(c)->sid / 64, 1ULL << (ch_sym_of(c)->sid % 64)};
+        ch_symword w = {ch_sym_of(c)->bit / 64, 1ULL << (ch_sym_of(c)->bit % 64)};
         return set_intern(ctx, 1, &w);
     }
     /* the first set that holds the others so far, until there is none */
@@ -693,9 +698,9 @@ const ch_symset *ch_symset_of_kind(ch_ctx *ctx, ch_sym_kind kind)
 {
     ch_symword *w = ctx->words;
     size_t nw = 0;
-    for (size_t i = 0; i < ctx->nsyms; i++) { /* sid = i: increasing words */
+    for (size_t i = 0; i < ctx->nsyms; i++) { /* a kind's bits increase with sid */
         if (ctx->syms[i]->kind != kind) continue;
-        uint64_t at = i / 64, bit = 1ULL << (i % 64);
+        uint64_t at = ctx->syms[i]->bit / 64, bit = 1ULL << (ctx->syms[i]->bit % 64);
         if (nw && w[nw - 1].at == at) w[nw - 1].bits |= bit;
         else w[nw++] = (ch_symword){at, bit};
     }
@@ -983,7 +988,10 @@ const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
     s->kind = kind;
     s->index = index;
     s->sid = (uint32_t)ctx->nsyms;
-    if (s->sid / 64 + 1 > ctx->nwords && words_grow(ctx, 2 * (s->sid / 64 + 1))) {
+    if (!ctx->kind_fill[kind]) ctx->kind_word[kind] = (uint32_t)ctx->bitwords++;
+    s->bit = 64 * ctx->kind_word[kind] + ctx->kind_fill[kind];
+    ctx->kind_fill[kind] = (uint8_t)((ctx->kind_fill[kind] + 1) % 64);
+    if (ctx->bitwords > ctx->nwords && words_grow(ctx, 2 * ctx->bitwords)) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return NULL;
     }
@@ -1862,7 +1870,7 @@ const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
 
 int ch_has_sym(const ch_expr *e, const ch_expr *s)
 {
-    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, ch_sym_of(s)->sid);
+    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, ch_sym_of(s)->bit);
 }
 
 int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
@@ -1891,8 +1899,8 @@ int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (syms[i] && syms[i]->kind == CH_SYM) {
-            uint32_t sid = ch_sym_of(syms[i])->sid;
-            set->w[m++] = (ch_symword){sid / 64, 1ULL << (sid % 64)};
+            uint32_t bit = ch_sym_of(syms[i])->bit;
+            set->w[m++] = (ch_symword){bit / 64, 1ULL << (bit % 64)};
         }
     qsort(set->w, m, sizeof *set->w, word_cmp);
     set->n = 0;

@@ -76,6 +76,7 @@ struct ch_sym {
     ch_sym_kind kind;
     int index;         /* caller's index (coordinate number, ...), else -1 */
     uint32_t sid;      /* dense symbol number 0..ch_ctx_nsyms-1 */
+    uint32_t bit;      /* its place in symbol sets (see ch_symset) */
     const ch_expr *node;
     /* Total time derivative: q -> q_t -> q_tt; t -> 1. NULL means 0
      * (parameters, pi, symbols without a declared derivative). */
@@ -95,9 +96,14 @@ typedef struct {
 } ch_pair;
 
 /* A set of symbols, exact at any model size: its nonzero 64-bit words,
- * word `at` holding the symbols with sid / 64 == at (bit sid % 64), in
- * increasing order of at (sparse, so that a parameter and a coordinate
- * made far apart cost two words). A node's set is interned in its
+ * word `at` holding the symbols with bit / 64 == at (bit % 64 of the
+ * word, bit the symbol's ch_sym.bit), in increasing order of at (sparse,
+ * so that a parameter and a coordinate made far apart cost two words).
+ * Each word holds symbols of one kind, in the order they were made: a
+ * chain's coordinates fill words of their own, its velocities others, so
+ * a set of coordinates and velocities takes two thirds of the words it
+ * took when each coordinate's q, q' and q'' were neighbours, a set of
+ * one kind a third. A node's set is interned in its
  * context, so equal sets are one pointer and the many nodes with the same
  * symbols share it. Derivatives, substitutions and symbol searches skip
  * subtrees whose set misses the symbols they act on. */
@@ -156,10 +162,10 @@ static inline int ch_symset_meets(const ch_symset *a, const ch_symset *b)
     return 0;
 }
 
-static inline int ch_symset_has(const ch_symset *a, uint32_t sid)
+static inline int ch_symset_has(const ch_symset *a, uint32_t bit)
 {
-    size_t i = ch_symset_seek(a, 0, sid / 64);
-    return i < a->n && a->w[i].at == sid / 64 && (a->w[i].bits >> (sid % 64) & 1);
+    size_t i = ch_symset_seek(a, 0, bit / 64);
+    return i < a->n && a->w[i].at == bit / 64 && (a->w[i].bits >> (bit % 64) & 1);
 }
 
 struct ch_expr {

@@ -37,8 +37,8 @@ typedef struct {
     const ch_expr *const *M; /* n*n, as displayed */
     const ch_expr **b;       /* n: p at zero velocities */
     const ch_expr *c;        /* L at zero velocities */
-    int *coord;              /* sid -> coordinate index, n for t, else -1 */
-    size_t nsyms;
+    int *coord;              /* symbol's bit -> coordinate index, n for t, else -1 */
+    size_t nbits;            /* coord's length: past the bits of q and t */
     size_t *found;           /* n + 1: coords_of's result */
     /* which entries contain q_a: pairs j*n+k (j <= k) of M, rows j of b,
      * a's own from start[a] to start[a+1] */
@@ -53,8 +53,8 @@ static size_t coords_of(const work *w, const ch_expr *e)
     const ch_symset *s = e->symset;
     for (size_t i = 0; i < s->n; i++)
         for (uint64_t bits = s->w[i].bits; bits; bits &= bits - 1) {
-            size_t sid = 64 * (size_t)s->w[i].at + ch_lowest_bit(bits);
-            int a = sid < w->nsyms ? w->coord[sid] : -1;
+            size_t bit = 64 * (size_t)s->w[i].at + ch_lowest_bit(bits);
+            int a = bit < w->nbits ? w->coord[bit] : -1;
             if (a >= 0) w->found[len++] = (size_t)a;
         }
     return len;
@@ -313,8 +313,10 @@ int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
     if (!vel) return -1;
     int q = is_quadratic(ctx, m, L, vel);
     if (q <= 0) return q;
-    work w = {ctx, m, n, M, ch_mat_new(ctx, n, 1), NULL, NULL, ch_ctx_nsyms(ctx),
+    work w = {ctx, m, n, M, ch_mat_new(ctx, n, 1), NULL, NULL, ch_sym_of(m->t)->bit + 1,
               NULL, NULL, NULL, NULL, NULL};
+    for (size_t a = 0; a < n; a++)
+        if (ch_sym_of(m->q[a])->bit >= w.nbits) w.nbits = ch_sym_of(m->q[a])->bit + 1;
     const ch_expr **zero = ch_mat_new(ctx, n, 1);
     if (!w.b || !zero) return -1;
     for (size_t i = 0; i < n; i++) zero[i] = ch_zero(ctx);
@@ -323,7 +325,7 @@ int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         if (!(w.b[i] = tidy(arg, w.b[i]))) return -1;
     w.c = ch_subst(ctx, m->lagrangian, n, m->qt, zero);
     if (!w.c || !(w.c = tidy(arg, w.c))) return -1;
-    w.coord = malloc((w.nsyms ? w.nsyms : 1) * sizeof *w.coord);
+    w.coord = malloc(w.nbits * sizeof *w.coord);
     w.found = malloc((n + 1) * sizeof *w.found);
     if (!w.coord || !w.found) {
         free(w.coord);
@@ -331,9 +333,9 @@ int ch_collect_quadratic(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         return -1;
     }
-    for (size_t s = 0; s < w.nsyms; s++) w.coord[s] = -1;
-    for (size_t a = 0; a < n; a++) w.coord[ch_sym_of(m->q[a])->sid] = (int)a;
-    w.coord[ch_sym_of(m->t)->sid] = (int)n;
+    for (size_t s = 0; s < w.nbits; s++) w.coord[s] = -1;
+    for (size_t a = 0; a < n; a++) w.coord[ch_sym_of(m->q[a])->bit] = (int)a;
+    w.coord[ch_sym_of(m->t)->bit] = (int)n;
     int rc = collect(&w, out);
     free(w.coord);
     free(w.found);
