@@ -19,7 +19,9 @@ Prints five Markdown tables:
   4. the last doubling of the growth table (N = 100 -> 200; --quick:
      1 -> 2) measured again by alternating runs of the two sizes, 3 pairs
      (--quick: 1): derive, emit all and derive in process, with the
-     ratio of each pair, their median and the ratio of the minima;
+     ratio of each pair, their median and the ratio of the minima, and
+     the reference: work exactly proportional to the nodes each size's
+     derivation makes (BUILDDIR/quadref, bench/quadref.c), as many nodes;
   5. the host's time per random memory load against the memory touched
      (BUILDDIR/memlat, bench/memlat.c; --quick: 8 and 32 MB).
 Times are CPU seconds (user + system) of the measured process, read with
@@ -482,7 +484,10 @@ def doubling_table(b, n, pairs):
     carries that drift; each pair here is taken within seconds. Per
     stage the pairs' CPU seconds and ratios, their median, and the ratio
     of the two sizes' fastest runs (other jobs only ever add time; 4.00
-    is O(N^2))."""
+    is O(N^2)). The last row is the reference (bench/quadref.c): as many
+    nodes as each size's derivation made, by work exactly proportional
+    to them, so its ratio is the nodes' ratio times what the memory
+    hierarchy adds on this host when the tables grow by that factor."""
     small, large = b.model(f"trailer{n // 2}"), b.model(f"trailer{n}")
     out = os.path.join(b.tmp, "doubling")
 
@@ -492,6 +497,15 @@ def doubling_table(b, n, pairs):
     stages = [("derive --format json", whole(lambda nh: ["derive", nh, "--format", "json"])),
               ("emit --form all", whole(lambda nh: ["emit", nh, "--form", "all", "-o", out])),
               ("derive in process", lambda nh: b.derive_time_run(nh, 1))]
+    quadref = os.path.join(b.build, "quadref")
+    knodes = {}
+    for nh in (small, large):
+        r = b.derive_time_run(nh, 1)
+        if r["rc"] == 0 and "nodes" in keyvals(r["out"]):
+            knodes[nh] = max(1, int(keyvals(r["out"])["nodes"]) // 1000)
+    if os.path.exists(quadref) and len(knodes) == 2:
+        stages.append((f"reference: {knodes[small]} -> {knodes[large]} K nodes (quadref)",
+                       lambda nh: run([quadref, str(knodes[nh])], b.timeout)))
     print(f"| stage, N = {n // 2} -> {n}, alternating | CPU N = {n // 2} [s] "
           f"| CPU N = {n} [s] | ratios | median ratio | ratio of minima |")
     print("|---|---|---|---|---|---|")

@@ -10,6 +10,8 @@
  *   derive_ms  the same and the tidy for display (derive.h) (median)
  *   json_ms    the same and the JSON text written to /dev/null (median)
  *   first_ms   the first derive_ms repeat (cold caches and allocator)
+ *   nodes      the nodes made by a derive_ms repeat (bench/quadref.c makes
+ *              as many for the growth's reference)
  * Each repeat works in a fresh context. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -38,8 +40,9 @@ static int cmp_double(const void *a, const void *b)
 
 enum { RAW, TIDY, JSON };
 
-/* One repeat up to stage `upto`: CPU ms, or -1 with the error printed. */
-static double once(const char *path, int upto, FILE *json)
+/* One repeat up to stage `upto`: CPU ms, or -1 with the error printed;
+ * *nodes the nodes it made. */
+static double once(const char *path, int upto, FILE *json, size_t *nodes)
 {
     double t0 = cpu_ms();
     ch_ctx *ctx = ch_ctx_new();
@@ -51,6 +54,7 @@ static double once(const char *path, int upto, FILE *json)
               (upto >= TIDY && ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL)) ||
               (upto == JSON && ch_derivation_fwrite(json, d, CH_FORMAT_JSON, 0, NULL, &err));
     if (bad) fprintf(stderr, "derive_time: %s: %s\n", path, err.code ? err.msg : "failed");
+    *nodes = ctx ? ch_ctx_nnodes(ctx) : 0;
     ch_ctx_free(ctx);
     return bad ? -1.0 : cpu_ms() - t0;
 }
@@ -70,13 +74,14 @@ int main(int argc, char **argv)
         return 1;
     }
     static const int order[3] = {TIDY, RAW, JSON}; /* the cold run is derive_ms's */
+    size_t nodes[3];
     for (int i = 0; i < reps; i++)
         for (int j = 0; j < 3; j++)
-            if ((t[order[j] * reps + i] = once(argv[1], order[j], null)) < 0) return 1;
+            if ((t[order[j] * reps + i] = once(argv[1], order[j], null, &nodes[j])) < 0) return 1;
     double first = t[TIDY * reps];
     for (int s = RAW; s <= JSON; s++) qsort(t + s * reps, (size_t)reps, sizeof *t, cmp_double);
-    printf("raw_ms=%.2f\nderive_ms=%.2f\njson_ms=%.2f\nfirst_ms=%.2f\n", t[reps / 2],
-           t[reps + reps / 2], t[2 * reps + reps / 2], first);
+    printf("raw_ms=%.2f\nderive_ms=%.2f\njson_ms=%.2f\nfirst_ms=%.2f\nnodes=%zu\n", t[reps / 2],
+           t[reps + reps / 2], t[2 * reps + reps / 2], first, nodes[0]);
     fclose(null);
     free(t);
     return 0;

@@ -9,8 +9,10 @@
 # bench/sympy_bench.py) with their ratios, then our reduced rhs over
 # SymPy Kane's timed in alternating pairs, then the growth of each stage
 # on the n-trailer with the fitted log-log exponent, then its last
-# doubling measured by alternating runs of the two sizes, then the host's
-# time per random memory load against the memory touched (bench/memlat.c).
+# doubling measured by alternating runs of the two sizes (and the same
+# for work exactly proportional to the nodes made, bench/quadref.c), then
+# the host's time per random memory load against the memory touched
+# (bench/memlat.c).
 set -eu
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: bench/run.sh BUILDDIR [--quick] [--sympy-cap N] [--timeout S] [--gcc-max-kb K]" >&2; exit 2; }

@@ -38,7 +38,8 @@ for m in knife_edge trailer1; do
     grep "^| $m | [0-9][0-9.]* | [0-9][0-9.]* |$" "$out" >/dev/null \
         || fail "$m: alternating kernel ratio row missing or not numeric"
 done
-for st in 'derive --format json' 'emit --form all' 'derive in process'; do
+for st in 'derive --format json' 'emit --form all' 'derive in process' \
+          'reference: [0-9]* -> [0-9]* K nodes (quadref)'; do
     # the alternating last doubling: one pair of numbers, numeric ratios
     grep "^| $st | " "$out" | awk -F'|' '
         { if ($3 !~ /^ [0-9][0-9.]* $/ || $4 !~ /^ [0-9][0-9.]* $/ || $6 !~ /^ [0-9][0-9.]* $/ \
