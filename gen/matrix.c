@@ -29,17 +29,13 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 
 /* Rank by Gaussian elimination to row echelon form, column by column,
  * the row of largest magnitude as pivot; a column whose candidates are
- * all below tol * (largest entry) adds nothing. Rows are swapped and
+ * all below tol adds nothing. Rows are swapped and
  * updated whole (contiguous), rows with a zero multiplier are skipped:
  * full pivoting searched and swapped columns of the whole remaining block
  * at every step, 0.9% of the 400-trailer's derivation for its three
  * ranks of order 400. */
-static int rank_d(double *a, size_t rows, size_t cols)
+static int rank_d(double *a, size_t rows, size_t cols, double tol)
 {
-    double amax = 0;
-    for (size_t i = 0; i < rows * cols; i++)
-        if (fabs(a[i]) > amax) amax = fabs(a[i]);
-    double tol = 1e-9 * (amax > 0 ? amax : 1);
     size_t r = 0;
     for (size_t c = 0; c < cols && r < rows; c++) {
         size_t p = r;
@@ -67,25 +63,70 @@ static int rank_d(double *a, size_t rows, size_t cols)
     return (int)r;
 }
 
+/* Full row rank certified by structure in O(rows * cols): rows peeled
+ * one at a time, each by a column whose only entry not identically zero
+ * (nz) among the rows left is that row's, with a value above tol. In the
+ * order peeled those columns form an upper triangular block with a
+ * nonzero diagonal, so the rank is rows exactly. A chain of constraints,
+ * each bringing the velocity of one more body, peels whole (the
+ * n-trailer's constraint Jacobian and dependent block); a dense matrix
+ * such as a mass matrix has no such column and goes to rank_d. count
+ * (cols), queue (cols) and left (rows) are the caller's scratch. */
+static int peels(const double *a, const unsigned char *nz, size_t rows, size_t cols,
+                 double tol, size_t *count, size_t *queue, unsigned char *left)
+{
+    if (rows > cols) return 0;
+    size_t head = 0, tail = 0, peeled = 0;
+    memset(count, 0, cols * sizeof *count);
+    memset(left, 1, rows);
+    for (size_t i = 0; i < rows * cols; i++) count[i % cols] += nz[i];
+    /* counts only fall: a column reaches 1 once, and is queued then */
+    for (size_t j = 0; j < cols; j++)
+        if (count[j] == 1) queue[tail++] = j;
+    while (head < tail) {
+        size_t c = queue[head++], r = 0;
+        if (count[c] != 1) continue; /* its row went with another column */
+        while (!left[r] || !nz[r * cols + c]) r++;
+        if (fabs(a[r * cols + c]) <= tol) continue; /* no pivot here */
+        left[r] = 0;
+        peeled++;
+        for (size_t j = 0; j < cols; j++)
+            if (nz[r * cols + j] && --count[j] == 1) queue[tail++] = j;
+    }
+    return peeled == rows;
+}
+
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
                     const ch_expr *const *a, int points)
 {
-    size_t ns = ch_ctx_nsyms(ctx), n = rows * cols;
+    size_t ns = ch_ctx_nsyms(ctx), n = rows * cols, full = rows < cols ? rows : cols;
     double *sym = malloc((ns ? ns : 1) * sizeof *sym);
     double *val = malloc((n ? n : 1) * sizeof *val);
+    unsigned char *nz = malloc(n + rows + 1);
+    size_t *scratch = malloc((2 * cols + 1) * sizeof *scratch);
     int best = -1;
-    for (int p = 0; sym && val && p < points; p++) {
+    for (size_t i = 0; nz && i < n; i++) nz[i] = !ch_is_zero(a[i]);
+    for (int p = 0; sym && val && nz && scratch && p < points; p++) {
         ch_eval_generic_point(ctx, 0x9e3779b97f4a7c15ULL, p, sym);
         ch_eval_d_many(ctx, n, a, sym, val);
         int finite = 1;
-        for (size_t i = 0; i < n; i++) finite &= isfinite(val[i]) != 0;
+        double amax = 0;
+        for (size_t i = 0; i < n; i++) {
+            finite &= isfinite(val[i]) != 0;
+            if (fabs(val[i]) > amax) amax = fabs(val[i]);
+        }
         if (!finite) continue;
-        int r = rank_d(val, rows, cols);
+        double tol = 1e-9 * (amax > 0 ? amax : 1); /* entries below count as zero */
+        int r = peels(val, nz, rows, cols, tol, scratch, scratch + cols, nz + n)
+                    ? (int)rows
+                    : rank_d(val, rows, cols, tol);
         if (r > best) best = r;
-        if ((size_t)best == (rows < cols ? rows : cols)) break; /* no point gives more */
+        if ((size_t)best == full) break; /* no point gives more */
     }
     free(sym);
     free(val);
+    free(nz);
+    free(scratch);
     return best;
 }
 

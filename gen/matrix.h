@@ -19,8 +19,11 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 /* Numerical rank of a rows x cols symbolic matrix: the largest rank seen
  * over `points` random points (every symbol uniform in +-[0.5, 1.5], all
  * positive at odd points, fixed seed; points where an entry is not finite
- * are skipped; a full rank ends the search). -1 when no point gave finite
- * values. */
+ * are skipped; a full rank ends the search). At a point, a full row rank
+ * shown by triangular structure (entries not identically zero) with
+ * pivots above the tolerance is taken without elimination, in
+ * O(rows * cols); else Gaussian elimination, entries below 1e-9 times the
+ * largest counting as zero. -1 when no point gave finite values. */
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
                     const ch_expr *const *a, int points);
 

@@ -217,6 +217,7 @@ static void test_triangular(void)
 /* Numerical ranks: full, deficient by a combination with a function
  * coefficient, a zero in disguise, zero columns skipped, a leading zero
  * needing a row swap, a zero multiplier between rows to eliminate,
+ * triangular structure certified and a partial one not trusted,
  * rectangular both ways, the zero matrix (whose noise alone would count:
  * the tolerance is relative to the largest entry). */
 static void test_rank(void)
@@ -251,6 +252,18 @@ static void test_rank(void)
     const ch_expr *b1 = ch_add(ctx, b, one);
     CHECK(ch_numeric_rank(ctx, 3, 3, (const ch_expr *const[]){a, b, c, z, one, z, a, b1, c}, 6) == 2);
     CHECK(ch_numeric_rank(ctx, 2, 2, (const ch_expr *const[]){z, z, z, z}, 6) == 0);
+    /* a chain (row i: columns 0, 1 and 2..2+i) peels whole: triangular */
+    const ch_expr *chain[4 * 6];
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 6; j++)
+            chain[i * 6 + j] = j < 2 ? (j ? ch_fun1(ctx, CH_F_COS, b) : sa)
+                               : j <= 2 + i ? ch_add(ctx, ch_num_si(ctx, (long)(i + j)), c)
+                                            : z;
+    CHECK(ch_numeric_rank(ctx, 4, 6, chain, 6) == 4);
+    /* one row peels (column 3), the two left are dependent: rank 2 */
+    const ch_expr *a2 = ch_mul(ctx, ch_num_si(ctx, 2), a), *b2 = ch_mul(ctx, ch_num_si(ctx, 2), b);
+    CHECK(ch_numeric_rank(ctx, 3, 4, (const ch_expr *const[]){a, b, c, z, a2, b2, ch_add(ctx, c, c), z,
+                                                              b, a, sa, one}, 6) == 2);
     ch_ctx_free(ctx);
 }
 
