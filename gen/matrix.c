@@ -29,11 +29,11 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 
 /* Rank by Gaussian elimination to row echelon form, column by column,
  * the row of largest magnitude as pivot; a column whose candidates are
- * all below tol adds nothing. Rows are swapped and
- * updated whole (contiguous), rows with a zero multiplier are skipped:
- * full pivoting searched and swapped columns of the whole remaining block
- * at every step, 0.9% of the 400-trailer's derivation for its three
- * ranks of order 400. */
+ * all below tol adds nothing. Rows are swapped and updated whole
+ * (contiguous), rows with a zero multiplier are skipped: full pivoting
+ * searched and swapped columns of the whole remaining block at every
+ * step, 0.9% of the 400-trailer's derivation for its three ranks of
+ * order 400. */
 static int rank_d(double *a, size_t rows, size_t cols, double tol)
 {
     size_t r = 0;

@@ -175,14 +175,17 @@ static void test_inline(void)
     }
 }
 
+static const ch_expr *coord(ch_ctx *ctx, const char *name, int i)
+{
+    return ch_symbol(ctx, name, CH_SYM_COORD, NULL, 0, i);
+}
+
 /* Triangular solves: A X = B checked by multiplying back (zero test),
  * against the Bareiss solve, and the refusals. */
 static void test_triangular(void)
 {
     ch_ctx *ctx = ch_ctx_new();
-    const ch_expr *a = ch_symbol(ctx, "a", CH_SYM_COORD, NULL, 0, 0);
-    const ch_expr *b = ch_symbol(ctx, "b", CH_SYM_COORD, NULL, 0, 1);
-    const ch_expr *c = ch_symbol(ctx, "c", CH_SYM_COORD, NULL, 0, 2);
+    const ch_expr *a = coord(ctx, "a", 0), *b = coord(ctx, "b", 1), *c = coord(ctx, "c", 2);
     const ch_expr *z = ch_zero(ctx), *one = ch_one(ctx);
     const ch_expr *sa = ch_fun1(ctx, CH_F_SIN, a), *cb = ch_fun1(ctx, CH_F_COS, b);
     /* lower triangular after swapping rows 0 and 2 and columns 0 and 1 */
@@ -223,9 +226,7 @@ static void test_triangular(void)
 static void test_rank(void)
 {
     ch_ctx *ctx = ch_ctx_new();
-    const ch_expr *a = ch_symbol(ctx, "a", CH_SYM_COORD, NULL, 0, 0);
-    const ch_expr *b = ch_symbol(ctx, "b", CH_SYM_COORD, NULL, 0, 1);
-    const ch_expr *c = ch_symbol(ctx, "c", CH_SYM_COORD, NULL, 0, 2);
+    const ch_expr *a = coord(ctx, "a", 0), *b = coord(ctx, "b", 1), *c = coord(ctx, "c", 2);
     const ch_expr *z = ch_zero(ctx), *one = ch_one(ctx);
     const ch_expr *sa = ch_fun1(ctx, CH_F_SIN, a), *ca = ch_fun1(ctx, CH_F_COS, a);
     const ch_expr *r0[3] = {ch_add(ctx, a, b), sa, c}, *r1[3] = {b, ch_mul(ctx, a, c), one};
