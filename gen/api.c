@@ -16,7 +16,7 @@
 #include "derive.h"
 #include "emit_c.h"
 #include "model.h"
-#include "../runtime/integrate.h"
+#include "../runtime/simulate.h"
 
 /* The public codes are the internal ones under other names. */
 _Static_assert(CH_E_MODEL == (int)CH_ERR_MODEL && CH_E_USAGE == (int)CH_ERR_USAGE
@@ -39,7 +39,9 @@ struct ch_system {
     double t;
     double *x, *p;      /* nx, np */
     double *q, *qt;     /* nq each: scratch for state_from */
-    chrt_stepper st;    /* 6*nx doubles */
+    double *scratch;    /* nx: a state under construction */
+    double rtol, atol, dt_max, max_steps; /* of ch_system_integrate */
+    ch_stats stats;     /* of the last ch_system_integrate */
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -163,9 +165,11 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     s->p = calloc(np, sizeof *s->p);
     s->q = calloc(nq, sizeof *s->q);
     s->qt = calloc(nq, sizeof *s->qt);
-    s->st.nx = sys->nx;
-    s->st.work = calloc(6 * nx, sizeof *s->st.work);
-    if (!s->x || !s->p || !s->q || !s->qt || !s->st.work) {
+    s->scratch = calloc(nx, sizeof *s->scratch);
+    chrt_options o;
+    chrt_options_default(&o);
+    s->rtol = o.rtol, s->atol = o.atol, s->dt_max = o.dt_max, s->max_steps = o.max_steps;
+    if (!s->x || !s->p || !s->q || !s->qt || !s->scratch) {
         ch_system_free(s);
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
@@ -183,7 +187,7 @@ void ch_system_free(ch_system *s)
     free(s->p);
     free(s->q);
     free(s->qt);
-    free(s->st.work);
+    free(s->scratch);
     free(s);
 }
 
@@ -294,7 +298,7 @@ int ch_system_set_state(ch_system *s, const char *name, double value,
     if (sys->velocities(s->t, s->x, s->p, s->qt))
         return fail(err, CH_E_NUMERIC, "%s", "the velocities of the current state are singular");
     (vel ? s->qt : s->q)[k] = value;
-    double *x = s->st.work; /* keep the state when state_from fails */
+    double *x = s->scratch; /* keep the state when state_from fails */
     if (state_from(s, s->t, x, err)) return CH_E_NUMERIC;
     memcpy(s->x, x, (size_t)sys->nx * sizeof *s->x);
     return 0;
@@ -323,40 +327,71 @@ double ch_system_energy(const ch_system *s)
 
 /* ---- integration ------------------------------------------------------------------ */
 
-/* Above this many steps a call is taken for a mistake (as in the runtime). */
-#define MAX_STEPS 1e9
+int ch_system_set_tolerances(ch_system *s, double rtol, double atol,
+                             double dt_max, ch_err *err)
+{
+    chrt_options o;
+    char msg[300];
+    chrt_options_default(&o);
+    o.rtol = rtol, o.atol = atol, o.dt_max = dt_max;
+    if (chrt_options_check(&o, 0, msg, sizeof msg))
+        return fail(err, CH_E_USAGE, "%s", msg);
+    s->rtol = rtol, s->atol = atol, s->dt_max = dt_max;
+    return 0;
+}
+
+int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err)
+{
+    if (!(max_steps >= 1 && max_steps <= 1e15 && max_steps == floor(max_steps)))
+        return fail(err, CH_E_USAGE, "%s", "max_steps must be an integer in [1, 1e15]");
+    s->max_steps = max_steps;
+    return 0;
+}
+
+void ch_system_stats(const ch_system *s, ch_stats *st)
+{
+    *st = s->stats;
+}
+
+static void api_note(void *ctx, double t, const char *text)
+{
+    ch_stats *st = ctx;
+    snprintf(st->note, sizeof st->note, "t = %.17g: %s", t, text);
+}
 
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err)
 {
-    int m = chrt_method_parse(method ? method : "rk4");
+    int m = chrt_method_parse(method ? method : "dop853");
+    memset(&s->stats, 0, sizeof s->stats);
     if (m < 0)
-        return fail(err, CH_E_USAGE, "unknown method '%s' (euler, midpoint, rk4)", method);
-    if (!(isfinite(dt) && dt > 0))
-        return fail(err, CH_E_USAGE, "%s", "dt must be a positive finite number");
+        return fail(err, CH_E_USAGE,
+                    "unknown method '%s' (dop853, rk45, euler, midpoint, rk4)", method);
+    if (!(isfinite(dt) && (dt > 0 || (dt == 0 && chrt_method_adaptive((chrt_method)m)))))
+        return fail(err, CH_E_USAGE, "%s",
+                    "dt must be a positive finite number (0: automatic first step "
+                    "of an adaptive method)");
     if (!(isfinite(t1) && t1 >= s->t))
         return fail(err, CH_E_USAGE, "%s", "t1 must be finite and not before the current time");
-    double t0 = s->t, r = (t1 - t0) / dt;
-    if (r > MAX_STEPS)
-        return fail(err, CH_E_USAGE, "%s", "(t1 - t)/dt asks for more than 1e9 steps");
-    double nr = ceil(r - 1e-9 * (r > 1 ? r : 1));
-    long n = nr > 0 ? (long)nr : 0;
-    for (long k = 0; k < n; k++) {
-        double tn = k + 1 < n ? t0 + (double)(k + 1) * dt : t1;
-        int rc = chrt_step(&s->st, (chrt_method)m, s->sys->rhs, s->t, tn - s->t,
-                           s->x, s->p);
-        if (rc) {
-            ch_error e;
-            ch_error_clear(&e);
-            ch_error_set(&e, CH_ERR_NUMERIC, NULL, 0, 0,
-                         "numerical failure at t = %.17g (step %ld): %s", s->t,
-                         k + 1, rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                                        : "the new state is not finite");
-            export_error(err, &e);
-            return CH_E_NUMERIC;
-        }
-        s->t = tn;
-    }
-    if (n == 0) s->t = t1; /* t1 within 1e-9 steps of t: already there */
+    chrt_options o;
+    chrt_options_default(&o);
+    o.method = (chrt_method)m;
+    o.dt = dt, o.t1 = t1;
+    o.rtol = s->rtol, o.atol = s->atol, o.dt_max = s->dt_max;
+    o.max_steps = s->max_steps;
+    /* Rows are not kept: a sink only for the notes of re-charts. */
+    chrt_sink notes = {NULL, api_note, &s->stats};
+    chrt_stats st;
+    char msg[512];
+    const chrt_system *sys = s->sys;
+    int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, &notes, &st, &s->t, msg,
+                            sizeof msg);
+    s->stats.accepted = st.accepted;
+    s->stats.rejected = st.rejected;
+    s->stats.rhs_calls = st.rhs_calls;
+    s->stats.recharts = st.recharts;
+    if (rc == CHRT_EXIT_USAGE) return fail(err, CH_E_USAGE, "%s", msg);
+    if (rc == CHRT_EXIT_NUMERIC) return fail(err, CH_E_NUMERIC, "%s", msg);
+    if (rc) return fail(err, CH_E_MEMORY, "%s", msg);
     return 0;
 }

@@ -4,7 +4,8 @@
  * derives it; compile one form of its equations of motion in process
  * (libtcc in memory, or the system compiler); then evaluate the right-hand
  * side (SPEC §4 signature) directly, or let the compiled system integrate
- * with a fixed step while it keeps the current time, state and parameters,
+ * (error-controlled by default, or with a fixed step) while it keeps the
+ * current time, state and parameters,
  * so that a caller can step, change a parameter and step again without
  * recompiling.
  *
@@ -13,8 +14,8 @@
  * otherwise fills the ch_err the caller passed (which may be NULL); the
  * library never prints and never exits. Forms, compilers and integration
  * methods are named by the strings of the command line ("full", "reduced",
- * "hamilton"; "tcc", "cc"; "euler", "midpoint", "rk4"); NULL picks the
- * default ("reduced", "tcc", "rk4").
+ * "hamilton"; "tcc", "cc"; "dop853", "rk45" (alias "dopri5"), "euler",
+ * "midpoint", "rk4"); NULL picks the default ("reduced", "tcc", "dop853").
  *
  * Lifetimes: a ch_system does not depend on the ch_problem it was compiled
  * from (either can be freed first). Names and function pointers obtained
@@ -142,13 +143,49 @@ double ch_system_energy(const ch_system *s);
 
 /* ---- integration -------------------------------------------------------- */
 
-/* Integrates from the current time to t1 >= time with fixed steps of dt
- * (runtime/integrate.h): ceil((t1 - t)/dt) steps on the grid t + k*dt,
- * the last one ending exactly at t1, as `chetaev run` does from t = 0.
- * On a numerical failure (CH_E_NUMERIC, message with t and the step) the
- * time and state are those before the failing step. */
+/* Integrates from the current time to t1 >= time with the integration
+ * loop of `chetaev run` (runtime/simulate.h).
+ *
+ * Adaptive methods ("dop853", the default; "rk45"): steps chosen by the
+ * error estimate under the tolerances of ch_system_set_tolerances (by
+ * default rtol 1e-8, atol 1e-10); dt is the first step, 0 chooses it
+ * automatically. The last step ends exactly at t1.
+ *
+ * Fixed methods ("euler", "midpoint", "rk4"): dt > 0 is the step;
+ * ceil((t1 - t)/dt) steps on the grid t + k*dt, the last one ending
+ * exactly at t1, as `chetaev run` does from t = 0.
+ *
+ * On a numerical failure (CH_E_NUMERIC, message with t and the reason:
+ * a singular right-hand side of a fixed step, a step size that became too
+ * small, more than the step limit, a singular chart) the time and state
+ * are those of the last accepted step. The step statistics of the call
+ * are read with ch_system_stats. */
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err);
+
+/* Tolerances of the adaptive methods for the following calls of
+ * ch_system_integrate: the error per step, RMS over the state, is kept
+ * below atol + rtol*|x| (rtol >= 100 ulp, atol > 0); dt_max > 0 bounds the
+ * step, 0 means no bound. CH_E_USAGE (nothing changed) for invalid
+ * values. */
+int ch_system_set_tolerances(ch_system *s, double rtol, double atol,
+                             double dt_max, ch_err *err);
+/* The step limit of ch_system_integrate (default 1e7): adaptive methods
+ * fail with CH_E_NUMERIC after that many accepted steps, fixed methods
+ * refuse (CH_E_USAGE) a call that asks for more. */
+int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err);
+
+/* Step statistics of the last ch_system_integrate call. rhs_calls counts
+ * every right-hand side evaluation (1 at the start and 1 for the automatic
+ * first step of an adaptive method, then its stages, 12 per dop853 and 6
+ * per rk45 attempt, accepted or rejected; 1, 2, 4 per euler, midpoint,
+ * rk4 step). recharts counts the changes of chart of a reduced or
+ * hamilton form; note is the last one's note ("" when none). */
+typedef struct ch_stats {
+    long accepted, rejected, rhs_calls, recharts;
+    char note[256];
+} ch_stats;
+void ch_system_stats(const ch_system *s, ch_stats *st);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include "driver.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "embedded.h"
@@ -65,6 +66,7 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "    s.outputs = %s_outputs;\n"
         "    s.project = %s_project;\n"
         "    s.state_from = %s_state_from;\n"
+        "    s.chart_quality = NULL;\n"
         "    return chrt_main(&s, argc, argv);\n"
         "}\n", P, P, P, P, P, P, P);
 }
@@ -178,4 +180,42 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
     BIND_FN(s->project, sym[5]);
     BIND_FN(s->state_from, sym[6]);
     return 0;
+}
+
+int ch_driver_table_columns(ch_table *tb, const chrt_system *s, ch_error *err)
+{
+    size_t nq = (size_t)s->nq, nc = 2 + 2 * nq + (size_t)s->nout, k = 0;
+    char **names = calloc(nc, sizeof *names);
+    int rc = names ? 0 : -1;
+    for (size_t i = 0; !rc && i < nc; i++) {
+        const char *fmt = "%s", *arg;
+        if (i == 0) arg = "t";
+        else if (i <= nq) arg = s->state_names[i - 1];
+        else if (i <= 2 * nq) arg = s->state_names[i - 1 - nq], fmt = "%s'";
+        else if (i == 2 * nq + 1) arg = "E";
+        else arg = s->output_names[i - 2 - 2 * nq];
+        size_t len = strlen(arg) + 2;
+        if (!(names[i] = malloc(len))) rc = -1;
+        else snprintf(names[i], len, fmt, arg), k = i + 1;
+    }
+    if (!rc) rc = ch_table_set_columns(tb, nc, (const char *const *)names, err);
+    else rc = ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < k; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+static int table_row(void *ctx, const double *v, int n)
+{
+    ch_table *tb = ctx;
+    ch_error e;
+    if ((size_t)n != tb->ncols) return -1;
+    return ch_table_add_row(tb, v, &e) ? -1 : 0;
+}
+
+void ch_driver_table_sink(ch_table *tb, chrt_sink *sink)
+{
+    sink->row = table_row;
+    sink->note = NULL;
+    sink->ctx = tb;
 }

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "error.h"
 #include "jit.h"
+#include "plot.h"
 #include "../runtime/simulate.h"
 
 /* 1 when prefix is a C identifier of at most 64 characters. */
@@ -43,5 +44,13 @@ void ch_driver_jit_unit(const char *prefix, const char *header,
  * struct points into the JIT memory and into prefix: both must outlive it. */
 int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
                    ch_error *err);
+
+/* The columns of the CSV of `run` for s (t, the coordinates, their
+ * velocities NAME', E, the outputs) as the columns of tb. */
+int ch_driver_table_columns(ch_table *tb, const chrt_system *s, ch_error *err);
+
+/* A sink of the integration loop appending every row to tb (whose
+ * columns are those above); a row that cannot be stored stops the run. */
+void ch_driver_table_sink(ch_table *tb, chrt_sink *sink);
 
 #endif

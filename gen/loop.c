@@ -27,8 +27,9 @@ static int check_args(size_t npoints, const ch_loop_options *o, ch_error *err)
         return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0,
                             "a loop needs between %d and %d points (got %zu)",
                             CH_LOOP_MIN_POINTS, CH_LOOP_MAX_POINTS, npoints);
-    if (chrt_method_name(o->method)[0] == '?')
-        return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0, "unknown integration method");
+    if (chrt_method_name(o->method)[0] == '?' || chrt_method_adaptive(o->method))
+        return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0,
+                            "the loop needs a fixed-step method (euler, midpoint, rk4)");
     if (!(isfinite(o->dt) && o->dt > 0) || !(isfinite(o->t1) && o->t1 > 0) ||
         !(isfinite(o->radius) && o->radius > 0))
         return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0,
@@ -203,26 +204,29 @@ static int holo_project(holo *H, double *q)
     return 1;
 }
 
-/* Transports one state from 0 to t1 on the runtime's time grid. */
+/* Transports one state from 0 to t1 with the runtime's loop. The method
+ * stays a fixed-step one (loop.h): the same step sequence for every point
+ * keeps the transported curve a smooth image of the start curve, which
+ * the spectral quadrature needs; the error control of an adaptive method
+ * would choose steps point by point. */
 static int transport(const chrt_system *s, const ch_loop_options *o,
-                     const chrt_stepper *st, double *x, const double *p,
-                     size_t point, ch_error *err)
+                     double *x, const double *p, size_t point, ch_error *err)
 {
-    double r = o->t1 / o->dt;
-    long nsteps = (long)ceil(r - 1e-9 * (r > 1 ? r : 1));
-    if (nsteps < 1) nsteps = 1;
-    double t = 0.0;
-    for (long k = 0; k < nsteps; k++) {
-        double tn = k + 1 < nsteps ? (double)(k + 1) * o->dt : o->t1;
-        int rc = chrt_step(st, o->method, s->rhs, t, tn - t, x, p);
-        if (rc)
-            return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0,
-                                "loop point %zu: numerical failure at t = %.17g "
-                                "(step %ld): %s", point, t, k + 1,
-                                rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                                        : "the new state is not finite");
-        t = tn;
-    }
+    chrt_options ro;
+    chrt_options_default(&ro);
+    ro.method = o->method;
+    ro.dt = o->dt;
+    ro.t1 = o->t1;
+    ro.max_steps = 1e8;
+    char msg[400];
+    double t;
+    int rc = chrt_integrate(&s, &ro, 0, x, p, NULL, NULL, &t, msg, sizeof msg);
+    if (rc == CHRT_EXIT_NUMERIC)
+        return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0, "loop point %zu: %s",
+                            point, msg);
+    if (rc == CHRT_EXIT_USAGE)
+        return ch_error_set(err, CH_ERR_USAGE, NULL, 0, 0, "%s", msg);
+    if (rc) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "%s", msg);
     return 0;
 }
 
@@ -233,8 +237,7 @@ static int run_points(const chrt_system *s, const ch_loop_options *o,
                       double *start, double *end, double *work, ch_error *err)
 {
     size_t nx = (size_t)s->nx, nq = (size_t)s->nq;
-    chrt_stepper st = {s->nx, work};
-    double *x0 = work + 6 * nx;
+    double *x0 = work;
     s->initial(x0);
     for (size_t i = 0; i < nx; i++)
         if (!isfinite(x0[i]))
@@ -257,7 +260,7 @@ static int run_points(const chrt_system *s, const ch_loop_options *o,
                                 "loop point %zu: the holonomic constraints cannot be "
                                 "restored by moving the dependent coordinates", j);
         for (size_t i = 0; i < nx; i++) end[j * nx + i] = x[i];
-        int rc = transport(s, o, &st, end + j * nx, s->param_defaults, j, err);
+        int rc = transport(s, o, end + j * nx, s->param_defaults, j, err);
         if (rc) return rc;
     }
     return 0;
@@ -295,7 +298,7 @@ int ch_loop_run(ch_ctx *ctx, const ch_derivation *d, size_t npoints,
     size_t N = npoints, nx = (size_t)s->nx;
     double *start = malloc(N * nx * sizeof *start);
     double *end = malloc(N * nx * sizeof *end);
-    double *work = malloc(7 * nx * sizeof *work);
+    double *work = malloc((nx + 1) * sizeof *work);
     double *row = malloc(3 * N * sizeof *row);
     if (!start || !end || !work || !row) {
         rc = ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");

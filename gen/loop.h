@@ -13,8 +13,11 @@
  * restored by Newton on the dependent coordinates (minimum-norm step) to
  * their value at x0: otherwise the loop would span neighbouring level
  * sets, i.e. systems with other constraint constants, and I1 would change
- * for that reason alone. Every point is transported with the fixed-step
- * runtime integrator to t1, and
+ * for that reason alone. Every point is transported by the runtime's
+ * integration loop with a fixed-step method to t1 (the same steps for
+ * every point keep the transported curve smooth in theta, as the spectral
+ * quadrature below needs; step sizes chosen point by point by an error
+ * control would not), and
  *
  *   I1 = sum_r loop integral of y*_r dq_r
  *
@@ -39,10 +42,10 @@
 
 #include "derive.h"
 #include "jit.h"
-#include "../runtime/integrate.h"
+#include "../runtime/simulate.h"
 
 typedef struct {
-    chrt_method method;   /* CHRT_RK4 */
+    chrt_method method;   /* CHRT_RK4; a fixed-step method */
     double dt, t1;        /* 1e-3, 1 (the last step ends exactly at t1) */
     double radius;        /* 1e-3, in both coordinate and momentum units */
     ch_compiler compiler; /* CH_COMPILER_TCC */

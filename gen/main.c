@@ -420,24 +420,10 @@ typedef struct {
     const char *title;
 } run_plot;
 
-/* Is name a column of the CSV that `run` writes for s? */
-static int csv_has_column(const chrt_system *s, const char *name)
-{
-    size_t len = strlen(name);
-    if (!strcmp(name, "t") || !strcmp(name, "E")) return 1;
-    for (int i = 0; i < s->nq; i++) {
-        const char *q = s->state_names[i];
-        size_t ql = strlen(q);
-        if (!strcmp(q, name) || (len == ql + 1 && !strncmp(q, name, ql) && name[ql] == '\''))
-            return 1;
-    }
-    for (int i = 0; i < s->nout; i++)
-        if (!strcmp(s->output_names[i], name)) return 1;
-    return 0;
-}
-
-/* The variables to plot (x first for --xy); 0 or an exit code. */
-static int plot_vars(const chrt_system *s, run_plot *pl, const char **v, size_t *nv)
+/* The variables to plot (x first for --xy), checked against the columns
+ * of tb; 0 or an exit code. */
+static int plot_vars(const chrt_system *s, const ch_table *tb, run_plot *pl,
+                     const char **v, size_t *nv)
 {
     size_t max = CH_PLOT_MAX_SERIES + 1;
     *nv = pl->xy ? split_commas(pl->xy, v, max)
@@ -449,7 +435,7 @@ static int plot_vars(const chrt_system *s, run_plot *pl, const char **v, size_t 
     for (int i = 0; !pl->xy && !pl->vars && i < s->nq && *nv < CH_PLOT_MAX_SERIES; i++)
         v[(*nv)++] = s->state_names[i];
     for (size_t i = 0; i < *nv; i++)
-        if (!csv_has_column(s, v[i]))
+        if (ch_table_column(tb, v[i]) < 0)
             return usage_error("run", "no column '%s' to plot (t, the coordinates, "
                                "their velocities NAME', E or an output column)", v[i]);
     return 0;
@@ -468,56 +454,33 @@ static int write_bytes(const char *path, const char *text, size_t len)
     return bad ? EXIT_MODEL : 0;
 }
 
-/* The SVG of the CSV text (the rows of the run, also after a failure). */
-static int plot_csv(const run_plot *pl, const char *csv, size_t len,
-                    const char *const *v, size_t nv)
-{
-    ch_table tb;
-    ch_table_init(&tb);
-    ch_buf svg;
-    ch_buf_init(&svg);
-    ch_error err;
-    ch_error_clear(&err);
-    int rc = ch_table_parse_csv(&tb, csv, len, &err)
-             || ch_table_plot(&svg, &tb, pl->title, pl->xy ? v[0] : NULL,
-                              pl->xy ? 1 : nv, pl->xy ? v + 1 : v, &err)
-                 ? report(&err) : write_bytes(pl->file, svg.s, svg.len);
-    ch_buf_free(&svg);
-    ch_table_free(&tb);
-    return rc;
-}
-
-/* chrt_main with the CSV kept in memory: written where it belongs, then
- * plotted. The options are the runtime's, so the CSV is the same bytes. */
+/* chrt_main with every row also kept in a table, then plotted (also the
+ * rows before a numerical failure). */
 static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl)
 {
     const char *v[CH_PLOT_MAX_SERIES + 1];
-    size_t nv;
-    int rc = plot_vars(s, pl, v, &nv);
-    if (rc) return rc;
-    char msg[600];
-    chrt_args a;
-    double *x0 = malloc(((size_t)s->nx + 1) * sizeof *x0);
-    double *p = malloc(((size_t)s->np + 1) * sizeof *p);
-    char *csv = NULL;
-    size_t len = 0;
-    FILE *mem = NULL;
-    if (!x0 || !p) rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
-    else rc = chrt_parse_args(s, argc - 1, argv + 1, &a, x0, p, msg, sizeof msg);
-    if (!rc && a.warning[0]) fprintf(stderr, "%s: warning: %s\n", argv[0], a.warning);
-    if (!rc && !(mem = open_memstream(&csv, &len)))
-        rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
-    if (!rc) rc = chrt_simulate(s, &a.opt, x0, p, mem, msg, sizeof msg);
-    if (mem) fclose(mem);
-    if (rc) fprintf(stderr, "%s: %s\n", argv[0], msg);
-    if (mem && (rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC)) {
-        int w = write_bytes(a.output, csv, len);
-        if (!w) w = plot_csv(pl, csv, len, v, nv);
-        if (w && !rc) rc = w;
+    size_t nv = 0;
+    ch_table tb;
+    ch_table_init(&tb);
+    ch_error err;
+    ch_error_clear(&err);
+    int rc = ch_driver_table_columns(&tb, s, &err) ? report(&err)
+                                                   : plot_vars(s, &tb, pl, v, &nv);
+    if (!rc) {
+        chrt_sink sink;
+        ch_driver_table_sink(&tb, &sink);
+        rc = chrt_main_sink(s, argc, argv, &sink, NULL);
+        if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
+            ch_buf svg;
+            ch_buf_init(&svg);
+            int w = ch_table_plot(&svg, &tb, pl->title, pl->xy ? v[0] : NULL,
+                                  pl->xy ? 1 : nv, pl->xy ? v + 1 : v, &err)
+                        ? report(&err) : write_bytes(pl->file, svg.s, svg.len);
+            ch_buf_free(&svg);
+            if (w && !rc) rc = w;
+        }
     }
-    free(csv);
-    free(x0);
-    free(p);
+    ch_table_free(&tb);
     return rc;
 }
 

@@ -20,6 +20,7 @@
 
 #include "compile.h"
 #include "derive.h"
+#include "driver.h"
 #include "emit_c.h"
 #include "eval.h"
 #include "model.h"
@@ -28,7 +29,8 @@
 #include "../runtime/simulate.h"
 
 enum {
-    MAX_ROWS = 20000,     /* rows kept of a run (thinned evenly beyond) */
+    MAX_ROWS = 20000,     /* rows kept of a fixed-step run (thinned evenly beyond) */
+    ROWS = 2000,          /* rows of an adaptive run: a grid by dense output */
     MAX_SETTINGS = 256,
     MAX_TOKENS = 32,
     LINE_SIZE = 4096
@@ -50,7 +52,9 @@ typedef struct {
     ch_form form;
     ch_compiler cc;
     chrt_method method;
-    double dt;
+    double dt;            /* 0: automatic first step, CHRT_FIXED_DT for fixed */
+    double rtol, atol;
+    chrt_stats last;      /* of the last run */
     setting set[MAX_SETTINGS];
     size_t nset;
     ch_table traj;        /* the last run: the columns of `run`'s CSV */
@@ -259,85 +263,56 @@ static int initial_state(repl *r, const chrt_system *s, double *x0, double *p)
 
 /* ---- run ----------------------------------------------------------------------- */
 
-/* Column names of `run`'s CSV: t, q, q', E, the form's outputs. */
-static int traj_columns(repl *r, const chrt_system *s)
+/* The rows of a run go to the table, its notes to the session. */
+typedef struct {
+    repl *r;
+    chrt_sink table;
+} run_sink;
+
+static int run_row(void *ctx, const double *v, int n)
 {
-    size_t nc = 2 + 2 * (size_t)s->nq + (size_t)s->nout, k = 0;
-    char **names = calloc(nc, sizeof *names);
-    int rc = names ? 0 : -1;
-    for (size_t i = 0; !rc && i < nc; i++) {
-        const char *fmt = "%s", *arg;
-        if (i == 0) arg = "t";
-        else if (i <= (size_t)s->nq) arg = s->state_names[i - 1];
-        else if (i <= 2 * (size_t)s->nq) arg = s->state_names[i - 1 - (size_t)s->nq], fmt = "%s'";
-        else if (i == 2 * (size_t)s->nq + 1) arg = "E";
-        else arg = s->output_names[i - 2 - 2 * (size_t)s->nq];
-        size_t len = strlen(arg) + 2;
-        if (!(names[i] = malloc(len))) rc = -1;
-        else snprintf(names[i], len, fmt, arg), k = i + 1;
-    }
-    ch_error e;
-    if (!rc) rc = ch_table_set_columns(&r->traj, nc, (const char *const *)names, &e);
-    for (size_t i = 0; i < k; i++) free(names[i]);
-    free(names);
-    return rc ? complain(r, "out of memory") : 0;
+    run_sink *c = ctx;
+    return c->table.row(c->table.ctx, v, n);
 }
 
-/* Appends the row of state x at t; nonzero when the velocities or the
- * outputs are singular there, or the velocities not finite. */
-static int traj_row(repl *r, const chrt_system *s, double t, const double *x,
-                    const double *p, double *row)
+static void run_note(void *ctx, double t, const char *text)
 {
-    size_t nq = (size_t)s->nq;
-    row[0] = t;
-    memcpy(row + 1, x, nq * sizeof *row);
-    if (s->velocities(t, x, p, row + 1 + nq)) return 1;
-    for (size_t i = 0; i < nq; i++) /* 0/0 in a Legendre inverse, as in run */
-        if (!isfinite(row[1 + nq + i])) return 1;
-    row[1 + 2 * nq] = s->energy(t, x, p);
-    if (s->nout && s->outputs(t, x, p, row + 2 + 2 * nq)) return 1;
-    ch_error e;
-    return ch_table_add_row(&r->traj, row, &e) ? complain(r, "out of memory") : 0;
+    run_sink *c = ctx;
+    fprintf(c->r->o->err, "note: t = %.17g: %s\n", t, text);
 }
 
-/* Integrates on the runtime's time grid (t_k = k dt, the last step ending
- * at T), keeping every K-th row. Returns the steps done; *failed when a
- * step or a row failed (message printed). */
+/* Integrates with the runtime's loop from t = 0 to T, the rows into the
+ * table: every K-th step of a fixed method (at most MAX_ROWS rows), a
+ * grid of T/ROWS by dense output of an adaptive one; always the row at T.
+ * Returns the accepted steps; *failed when the run failed (message
+ * printed). */
 static long integrate(repl *r, const chrt_system *s, double T, double *x,
                       const double *p, int *failed)
 {
-    double ratio = T / r->dt, n_d = ceil(ratio - 1e-9 * (ratio > 1 ? ratio : 1));
-    long n = n_d > 0 ? (long)n_d : 0, every = n / MAX_ROWS + 1, k = 0;
-    double *row = malloc(r->traj.ncols * sizeof *row);
-    double *work = malloc(6 * ((size_t)s->nx + 1) * sizeof *work);
-    chrt_stepper st = {s->nx, work};
-    double t = 0;
-    *failed = 1;
-    if (!row || !work) complain(r, "out of memory");
-    else if (traj_row(r, s, 0, x, p, row))
-        complain(r, "the velocities or outputs are singular at the initial state");
-    else
-        *failed = 0;
-    for (; !*failed && k < n; k++) {
-        double tn = k + 1 < n ? (double)(k + 1) * r->dt : T;
-        int rc = chrt_step(&st, r->method, s->rhs, t, tn - t, x, p);
-        if (rc) {
-            complain(r, "numerical failure at t = %.17g (step %ld): %s", t, k + 1,
-                     rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                             : "the new state is not finite");
-            *failed = 1;
-            break;
-        }
-        t = tn;
-        if (((k + 1) % every == 0 || k + 1 == n) && traj_row(r, s, t, x, p, row)) {
-            complain(r, "numerical failure at t = %.17g (step %ld): the velocities "
-                     "or outputs are singular", t, k + 1);
-            *failed = 1;
-        }
+    chrt_options o;
+    chrt_options_default(&o);
+    o.method = r->method;
+    o.dt = r->dt;
+    o.t1 = T;
+    o.rtol = r->rtol;
+    o.atol = r->atol;
+    if (chrt_method_adaptive(o.method)) {
+        o.dt_out = T / ROWS;
+    } else {
+        double n = ceil(T / (r->dt > 0 ? r->dt : CHRT_FIXED_DT));
+        o.every = (long)(n / MAX_ROWS) + 1;
     }
-    free(row);
-    free(work);
-    return k;
+    run_sink c = {r, {NULL, NULL, NULL}};
+    ch_driver_table_sink(&r->traj, &c.table);
+    chrt_sink tee = {run_row, run_note, &c};
+    chrt_stats st;
+    char msg[600];
+    double t;
+    int rc = chrt_integrate(&s, &o, 0, x, p, &tee, &st, &t, msg, sizeof msg);
+    *failed = rc != 0;
+    if (rc) complain(r, "%s", msg);
+    r->last = st;
+    return st.accepted;
 }
 
 /* Largest |phi| (velocity-level constraints) and, for constraints written
@@ -375,13 +350,29 @@ static void residuals(repl *r, const double *p, double *vel, double *pos)
     free(sv), free(g);
 }
 
+/* "dop853, rtol 1e-08, atol 1e-10" or "rk4, dt 0.001". */
+static void method_text(const repl *r, char *buf, size_t size)
+{
+    if (chrt_method_adaptive(r->method))
+        snprintf(buf, size, "%s, rtol %g, atol %g", chrt_method_name(r->method),
+                 r->rtol, r->atol);
+    else
+        snprintf(buf, size, "%s, dt %g", chrt_method_name(r->method),
+                 r->dt > 0 ? r->dt : CHRT_FIXED_DT);
+}
+
 static void summary(repl *r, const chrt_system *s, const double *p, long steps)
 {
     const ch_table *tb = &r->traj;
     const double *last = tb->v + (tb->nrows - 1) * tb->ncols;
     size_t nq = (size_t)s->nq, ec = 1 + 2 * nq;
-    say(r, "t = %.12g after %ld steps (%s, dt %g, %s form)\n", last[0], steps,
-        chrt_method_name(r->method), r->dt, ch_form_name(r->form));
+    char how[120];
+    method_text(r, how, sizeof how);
+    say(r, "t = %.12g after %ld steps (%s, %s form)\n", last[0], steps, how,
+        ch_form_name(r->form));
+    if (chrt_method_adaptive(r->method))
+        say(r, "steps: %ld accepted, %ld rejected, %ld rhs calls, %ld recharts\n",
+            r->last.accepted, r->last.rejected, r->last.rhs_calls, r->last.recharts);
     say(r, "final:");
     for (size_t i = 1; i < ec; i++) say(r, " %s=%.12g", tb->names[i], last[i]);
     say(r, "\n");
@@ -408,18 +399,20 @@ static int cmd_run(repl *r, int argc, char **argv)
     double T;
     if (argc != 1 || parse_double(argv[0], &T) || T < 0)
         return complain(r, "usage: run T (a finite end time >= 0)");
-    if (T / r->dt > 1e9) return complain(r, "run %g with dt %g asks for more than 1e9 steps", T, r->dt);
     const chrt_system *s = compiled(r);
     if (!s) return -1;
     double *x = calloc((size_t)s->nx + 1, sizeof *x), *p = calloc((size_t)s->np + 1, sizeof *p);
     int rc = !x || !p ? complain(r, "out of memory") : initial_state(r, s, x, p);
-    if (!rc) rc = traj_columns(r, s);
+    ch_error e;
+    if (!rc && ch_driver_table_columns(&r->traj, s, &e)) rc = report(r, &e);
     if (!rc) {
         int failed;
         long steps = integrate(r, s, T, x, p, &failed);
         r->runs++;
-        snprintf(r->traj_title, sizeof r->traj_title, "%s (%s form, %s, dt %g)",
-                 r->m->name, ch_form_name(r->form), chrt_method_name(r->method), r->dt);
+        char how[120];
+        method_text(r, how, sizeof how);
+        snprintf(r->traj_title, sizeof r->traj_title, "%s (%s form, %s)",
+                 r->m->name, ch_form_name(r->form), how);
         if (r->traj.nrows) summary(r, s, p, steps);
         rc = failed ? -1 : 0;
     }
@@ -488,7 +481,7 @@ static int cmd_form(repl *r, int argc, char **argv)
 static int cmd_method(repl *r, int argc, char **argv)
 {
     int m = argc == 1 ? chrt_method_parse(argv[0]) : argc == 0 ? (int)r->method : -1;
-    if (m < 0) return complain(r, "usage: method euler|midpoint|rk4");
+    if (m < 0) return complain(r, "usage: method dop853|rk45|euler|midpoint|rk4");
     r->method = (chrt_method)m;
     if (argc == 0) say(r, "%s\n", chrt_method_name(r->method));
     return 0;
@@ -498,12 +491,36 @@ static int cmd_dt(repl *r, int argc, char **argv)
 {
     double h;
     if (argc == 0) {
-        say(r, "%g\n", r->dt);
+        if (r->dt > 0) say(r, "%g\n", r->dt);
+        else say(r, "auto (adaptive: chosen at the start; fixed: %g)\n", CHRT_FIXED_DT);
+        return 0;
+    }
+    if (argc == 1 && !strcmp(argv[0], "auto")) {
+        r->dt = 0;
         return 0;
     }
     if (argc != 1 || parse_double(argv[0], &h) || !(h > 0))
-        return complain(r, "usage: dt H (a positive step size)");
+        return complain(r, "usage: dt H|auto (a positive step size)");
     r->dt = h;
+    return 0;
+}
+
+/* tol RTOL [ATOL]: the tolerances of the adaptive methods. */
+static int cmd_tol(repl *r, int argc, char **argv)
+{
+    double rt, at = r->atol;
+    if (argc == 0) {
+        say(r, "rtol %g atol %g\n", r->rtol, r->atol);
+        return 0;
+    }
+    if (argc > 2 || parse_double(argv[0], &rt) || (argc == 2 && parse_double(argv[1], &at)))
+        return complain(r, "usage: tol RTOL [ATOL] (positive numbers)");
+    chrt_options o;
+    char msg[300];
+    chrt_options_default(&o);
+    o.rtol = rt, o.atol = at;
+    if (chrt_options_check(&o, 0, msg, sizeof msg)) return complain(r, "%s", msg);
+    r->rtol = rt, r->atol = at;
     return 0;
 }
 
@@ -651,8 +668,10 @@ static int cmd_info(repl *r, int argc, char **argv)
     if (argc) return complain(r, "usage: info");
     say(r, "model %s from %s: %zu coordinates, %zu constraints, %zu parameters\n",
         r->m->name, r->path, r->m->n, r->m->k, r->m->np);
-    say(r, "form %s, method %s, dt %g, compiler %s\n", ch_form_name(r->form),
-        chrt_method_name(r->method), r->dt, r->cc == CH_COMPILER_CC ? "cc" : "tcc");
+    char how[120];
+    method_text(r, how, sizeof how);
+    say(r, "form %s, method %s, compiler %s\n", ch_form_name(r->form), how,
+        r->cc == CH_COMPILER_CC ? "cc" : "tcc");
     say(r, "compilations: %ld\nruns: %ld\n", r->compiles, r->runs);
     return cmd_set(r, 0, NULL);
 }
@@ -664,10 +683,14 @@ static const char help_text[] =
     "                       'set' alone lists parameters and initial values\n"
     "  unset NAME|all       back to the model's value\n"
     "  form full|reduced|hamilton   switch form (each compiled once)\n"
-    "  method euler|midpoint|rk4    integration method (default rk4)\n"
-    "  dt H                 step size (default 1e-3)\n"
+    "  method dop853|rk45|euler|midpoint|rk4   integration method (default\n"
+    "                       dop853: adaptive; rk45 adaptive; the others fixed)\n"
+    "  tol RTOL [ATOL]      tolerances of the adaptive methods (default 1e-8 1e-10)\n"
+    "  dt H|auto            fixed methods: the step (default 1e-3); adaptive:\n"
+    "                       the first step (default auto)\n"
     "  run T                integrate from the initial state to t = T; prints\n"
-    "                       the final state, energy drift, constraint residuals\n"
+    "                       the final state, steps, energy drift, constraint\n"
+    "                       residuals (rows: 2000 by dense output, adaptive)\n"
     "  show [KEY ...]       derived quantities (SPEC section 3 keys, as derive\n"
     "                       prints them); 'show' alone lists the keys\n"
     "  check                audit conserved quantities (as chetaev check)\n"
@@ -697,7 +720,8 @@ static const struct {
     command_fn fn;
 } commands[] = {
     {"set", cmd_set},       {"unset", cmd_unset}, {"form", cmd_form},
-    {"method", cmd_method}, {"dt", cmd_dt},       {"run", cmd_run},
+    {"method", cmd_method}, {"dt", cmd_dt},       {"tol", cmd_tol},
+    {"run", cmd_run},
     {"show", cmd_show},     {"check", cmd_check}, {"plot", cmd_plot},
     {"emit", cmd_emit},     {"reload", cmd_reload}, {"info", cmd_info},
     {"stats", cmd_info},    {"help", cmd_help},
@@ -761,8 +785,12 @@ int ch_repl_run(const char *path, const ch_repl_options *o)
     repl r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    r.method = CHRT_RK4;
-    r.dt = 1e-3;
+    chrt_options def;
+    chrt_options_default(&def);
+    r.method = def.method;
+    r.dt = def.dt;
+    r.rtol = def.rtol;
+    r.atol = def.atol;
     ch_table_init(&r.traj);
     int f = ch_form_parse(o->form ? o->form : "reduced");
     if (f < 0) {

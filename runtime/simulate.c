@@ -1,26 +1,37 @@
-/* simulate.c — the time loop, the CSV writer and the option parser shared
- * by `chetaev run` and the emitted driver. */
+/* simulate.c — the integration loop, the CSV writer and the option parser
+ * shared by `chetaev run`, the emitted driver, the C API, the repl and
+ * `check --loop`. */
 #include "simulate.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Above this many steps the step count no longer fits comfortably and no
- * fixed-step run is meaningful. */
-#define CHRT_MAX_STEPS 1e12
-
 void chrt_options_default(chrt_options *o)
 {
-    o->method = CHRT_RK4;
-    o->dt = 1e-3;
+    o->method = CHRT_DOP853;
+    o->dt = 0;
     o->t1 = 1;
     o->every = 1;
     o->project = 0;
+    o->rtol = CHRT_RTOL;
+    o->atol = CHRT_ATOL;
+    o->dt_max = 0;
+    o->dt_out = 0;
+    o->max_steps = CHRT_MAX_STEPS;
+    o->chart_min = CHRT_CHART_MIN;
+    o->rechart = NULL;
+    o->rechart_ctx = NULL;
 }
 
+static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
 {
     if (errbuf && errlen) {
@@ -30,6 +41,410 @@ static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
         va_end(ap);
     }
     return code;
+}
+
+static int state_finite(const double *x, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* Fixed steps from t0 to t1: ceil of the ratio, one within 1e-9 of an
+ * integer taken as that integer. */
+static double fixed_steps(double t0, double t1, double dt)
+{
+    double r = (t1 - t0) / dt, n = ceil(r - 1e-9 * (r > 1 ? r : 1));
+    return n > 0 ? n : 0;
+}
+
+static double fixed_dt(const chrt_options *o)
+{
+    return o->dt > 0 ? o->dt : CHRT_FIXED_DT;
+}
+
+int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
+                       size_t errlen)
+{
+    int adaptive = chrt_method_adaptive(o->method);
+    if (chrt_method_name(o->method)[0] == '?')
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "unknown integration method");
+    if (!(isfinite(o->dt) && o->dt >= 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--dt must be a positive finite number (got %g)", o->dt);
+    if (!(isfinite(o->t1) && o->t1 >= t0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--t1 must be a finite number >= %g (got %g)", t0, o->t1);
+    if (o->every < 1)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--every must be a positive integer (got %ld)", o->every);
+    if (!(isfinite(o->rtol) && o->rtol > 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--rtol must be a positive finite number (got %g)", o->rtol);
+    if (o->rtol < 100 * DBL_EPSILON)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--rtol %g is below 100 ulp (%.3g): not attainable in double "
+                    "precision", o->rtol, 100 * DBL_EPSILON);
+    if (!(isfinite(o->atol) && o->atol > 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--atol must be a positive finite number (got %g)", o->atol);
+    if (!(isfinite(o->dt_max) && o->dt_max >= 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--dt-max must be a positive finite number (got %g)", o->dt_max);
+    if (!(isfinite(o->dt_out) && o->dt_out >= 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--dt-out must be a positive finite number (got %g)", o->dt_out);
+    if (!(o->max_steps >= 1 && o->max_steps <= 1e15))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--max-steps must be between 1 and 1e15 (got %g)", o->max_steps);
+    if (!(o->chart_min >= 0 && o->chart_min <= 1))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "the chart threshold must be in [0, 1] (got %g)", o->chart_min);
+    if (o->dt_out > 0 && !adaptive)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--dt-out needs an adaptive method (dop853, rk45): %s has no "
+                    "dense output (use --every)", chrt_method_name(o->method));
+    if (o->dt_out > 0 && o->every != 1)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s",
+                    "--dt-out and --every exclude each other");
+    if (!adaptive && o->dt_max > 0)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--dt-max needs an adaptive method (dop853, rk45); %s steps "
+                    "with --dt", chrt_method_name(o->method));
+    if (!adaptive) {
+        double r = (o->t1 - t0) / fixed_dt(o);
+        if (r > o->max_steps)
+            return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                        "--t1/--dt asks for %g steps; at most %g are allowed "
+                        "(--max-steps)", r, o->max_steps);
+    } else if (o->dt_out > 0 && (o->t1 - t0) / o->dt_out > o->max_steps) {
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                    "--t1/--dt-out asks for %g rows; at most %g are allowed "
+                    "(--max-steps)", (o->t1 - t0) / o->dt_out, o->max_steps);
+    }
+    return CHRT_OK;
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static const char *const rhs_failure =
+    "the right-hand side failed: singular system or Newton not converged";
+static const char *const row_failure[] = {
+    "", "the velocities or outputs are singular", "the velocities are not finite"};
+
+/* One run's state. The stepper is either the fixed one (one grid step per
+ * advance) or an embedded pair (attempts until one is accepted); both
+ * leave the accepted step [t, tn] with the new state in xn, and the pair
+ * its dense output on demand. Another stepper (an implicit one) plugs in
+ * at advance/dense_at/restart. */
+typedef struct {
+    const chrt_system *s;
+    const chrt_options *o;
+    const double *p;
+    const chrt_sink *sink;
+    chrt_stats st;
+    int adaptive;
+    double t0, t, tn, h;  /* h: the next adaptive step */
+    double *x, *xn, *f, *fn, *y, *row;
+    chrt_stepper fixed;
+    chrt_rk rk;
+    long k, nsteps;       /* fixed: steps done, steps in all */
+    char *errbuf;
+    size_t errlen;
+} loop;
+
+static void loop_free(loop *L)
+{
+    free(L->xn);
+    free(L->f);
+    free(L->fn);
+    free(L->y);
+    free(L->row);
+    free(L->fixed.work);
+    free(L->rk.work);
+}
+
+static int loop_alloc(loop *L)
+{
+    size_t nx = (size_t)L->s->nx + 1;
+    size_t nrow = 2 + 2 * (size_t)L->s->nq + (size_t)L->s->nout;
+    L->xn = malloc(nx * sizeof *L->xn);
+    L->f = malloc(nx * sizeof *L->f);
+    L->fn = malloc(nx * sizeof *L->fn);
+    L->y = malloc(nx * sizeof *L->y);
+    L->row = malloc(nrow * sizeof *L->row);
+    L->fixed.nx = L->s->nx;
+    L->fixed.work = malloc(6 * nx * sizeof *L->fixed.work);
+    L->rk.m = L->o->method;
+    L->rk.nx = L->s->nx;
+    L->rk.nfev = 0;
+    L->rk.dense = 0;
+    L->rk.work = malloc(chrt_rk_work_size(L->s->nx) * sizeof *L->rk.work);
+    return L->xn && L->f && L->fn && L->y && L->row && L->fixed.work && L->rk.work
+               ? 0 : -1;
+}
+
+/* The row of state x at t to the sink; nonzero: an index into row_failure,
+ * or -1 when the sink failed. A NaN velocity (0/0 in a Legendre inverse)
+ * is no less a failure than a singular solve; E may be HUGE_VAL by
+ * contract. */
+static int emit_row(loop *L, double t, const double *x)
+{
+    const chrt_system *s = L->s;
+    int nq = s->nq;
+    double *v = L->row;
+    if (!L->sink || !L->sink->row) return 0;
+    v[0] = t;
+    memcpy(v + 1, x, (size_t)nq * sizeof *v);
+    if (s->velocities(t, x, L->p, v + 1 + nq)) return 1;
+    if (!state_finite(v + 1 + nq, nq)) return 2;
+    v[1 + 2 * nq] = s->energy(t, x, L->p);
+    if (s->nout && s->outputs(t, x, L->p, v + 2 + 2 * nq)) return 1;
+    return L->sink->row(L->sink->ctx, v, 2 + 2 * nq + s->nout) ? -1 : 0;
+}
+
+static long step_no(const loop *L) { return L->st.accepted; }
+
+static int row_at(loop *L, double t, const double *x)
+{
+    int rc = emit_row(L, t, x);
+    if (rc < 0) return fail(L->errbuf, L->errlen, CHRT_EXIT_IO, "%s", "cannot write a row");
+    if (rc)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): %s%s", t,
+                    step_no(L), row_failure[rc],
+                    step_no(L) ? "" : " at the initial state");
+    return CHRT_OK;
+}
+
+/* f at the current state (after the start, a projection or a re-chart). */
+static int restart(loop *L)
+{
+    if (!L->adaptive || L->t >= L->o->t1) return CHRT_OK;
+    L->rk.nfev++;
+    if (L->s->rhs(L->t, L->x, L->p, L->f) || !state_finite(L->f, L->s->nx))
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): %s", L->t,
+                    step_no(L) + 1, rhs_failure);
+    return CHRT_OK;
+}
+
+/* Projection of x at t (when asked for and the form has one). */
+static int project(loop *L, double t, double *x)
+{
+    if (!L->o->project || !L->s->project) return CHRT_OK;
+    if (L->s->project(t, x, L->p) || !state_finite(x, L->s->nx))
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): the projection %s",
+                    t, step_no(L),
+                    step_no(L) ? "onto the constraints failed"
+                               : "of the initial state failed");
+    return CHRT_OK;
+}
+
+/* The chart hook at the current state: CHRT_OK (*moved set when the
+ * state was re-charted), or CHRT_EXIT_NUMERIC. */
+static int chart_check(loop *L, int *moved)
+{
+    const chrt_system *s = L->s;
+    char note[256];
+    *moved = 0;
+    if (!s->chart_quality) return CHRT_OK;
+    double q = s->chart_quality(L->t, L->x, L->p);
+    if (q >= L->o->chart_min) return CHRT_OK;
+    note[0] = 0;
+    if (L->o->rechart
+        && L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, &L->s, note,
+                         sizeof note) == 0) {
+        L->st.recharts++;
+        *moved = 1;
+        if (L->sink && L->sink->note) L->sink->note(L->sink->ctx, L->t, note);
+        double q2 = L->s->chart_quality ? L->s->chart_quality(L->t, L->x, L->p) : 1;
+        if (state_finite(L->x, L->s->nx) && q2 >= L->o->chart_min) return CHRT_OK;
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g: the chart is singular "
+                    "(quality %.3g < %g) also after re-charting: %s", L->t, q2,
+                    L->o->chart_min, note);
+    }
+    return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                "numerical failure at t = %.17g: the chart is singular (quality "
+                "%.3g < %g): %s", L->t, q, L->o->chart_min,
+                note[0] ? note : "no other chart to switch to");
+}
+
+/* Projection and the chart check at the current state; f is recomputed
+ * when either moved it. */
+static int settle(loop *L)
+{
+    int rc, moved;
+    if ((rc = project(L, L->t, L->x))) return rc;
+    if ((rc = chart_check(L, &moved))) return rc;
+    if (!L->st.accepted) return CHRT_OK; /* run() starts f itself */
+    return moved || (L->o->project && L->s->project) ? restart(L) : CHRT_OK;
+}
+
+static const char *attempt_failure(int rc)
+{
+    if (rc == 3) return "the new state is not finite";
+    if (rc == 2) return "the right-hand side is singular in this chart";
+    return rhs_failure;
+}
+
+/* One accepted adaptive step from L->t: L->tn, L->xn, L->fn. */
+static int advance_adaptive(loop *L)
+{
+    const chrt_options *o = L->o;
+    double t = L->t, t1 = o->t1, err = 0;
+    double min_step = 16 * (nextafter(t, INFINITY) - t);
+    const char *why = NULL;
+    int rejected = 0;
+    if (o->dt_max > 0 && L->h > o->dt_max) L->h = o->dt_max;
+    if (L->h < min_step) L->h = min_step;
+    for (;;) {
+        if (L->h < min_step)
+            return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                        "numerical failure at t = %.17g (step %ld): step size too "
+                        "small at t = %.17g (h = %.3g): %s", t, step_no(L) + 1,
+                        t, L->h, why);
+        double tn = t + L->h;
+        if (tn > t1) tn = t1;
+        double h = tn - t;
+        int rc = chrt_rk_attempt(&L->rk, L->s->rhs, t, L->x, L->f, h, L->p,
+                                 o->rtol, o->atol, L->xn, L->fn, &err);
+        if (rc == 0 && err < 1) {
+            L->h = h * chrt_rk_factor(&L->rk, err, rejected);
+            L->tn = tn;
+            return CHRT_OK;
+        }
+        L->st.rejected++;
+        rejected = 1;
+        why = rc ? attempt_failure(rc)
+                 : "the error estimate stays above the tolerance";
+        L->h = h * (rc ? 0.2 : chrt_rk_factor(&L->rk, err, 1));
+    }
+}
+
+/* One fixed step from L->t: L->tn, L->xn. */
+static int advance_fixed(loop *L)
+{
+    double dt = fixed_dt(L->o);
+    L->tn = L->k + 1 < L->nsteps ? L->t0 + (double)(L->k + 1) * dt : L->o->t1;
+    memcpy(L->xn, L->x, (size_t)L->s->nx * sizeof *L->xn);
+    L->st.rhs_calls += chrt_method_stages(L->o->method);
+    int rc = chrt_step(&L->fixed, L->o->method, L->s->rhs, L->t, L->tn - L->t,
+                       L->xn, L->p);
+    if (rc)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): %s", L->t,
+                    L->k + 1, rc == 1 ? rhs_failure : "the new state is not finite");
+    L->k++;
+    return CHRT_OK;
+}
+
+/* The dense output of the accepted step at tq into L->y. */
+static int dense_at(loop *L, double tq)
+{
+    int rc = chrt_rk_dense_prepare(&L->rk, L->s->rhs, L->x, L->f, L->xn, L->fn, L->p);
+    if (rc)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): the dense output "
+                    "failed: %s", L->t, step_no(L), attempt_failure(rc));
+    chrt_rk_dense_eval(&L->rk, L->x, tq, L->y);
+    return CHRT_OK;
+}
+
+/* The time of output row k (1-based) of the --dt-out grid; the last is t1. */
+static double grid_time(const loop *L, long k, long nout)
+{
+    return k < nout ? L->t0 + (double)k * L->o->dt_out : L->o->t1;
+}
+
+static int run(loop *L)
+{
+    const chrt_options *o = L->o;
+    int rc;
+    long kout = 1, nout = 0;
+    if (!state_finite(L->x, L->s->nx))
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step 0): the initial state "
+                    "is not finite", L->t);
+    if ((rc = settle(L))) return rc;
+    if ((rc = row_at(L, L->t, L->x))) return rc;
+    if (L->adaptive) {
+        if (o->dt_out > 0) nout = (long)fixed_steps(L->t0, o->t1, o->dt_out);
+        if ((rc = restart(L))) return rc;
+        L->h = o->dt;
+        if (L->h <= 0 && L->t < o->t1) {
+            L->h = chrt_rk_initial_step(&L->rk, L->s->rhs, L->t, L->x, L->f, L->p,
+                                        o->rtol, o->atol);
+            if (L->h < 0) L->h = 1e-6 * (o->t1 - L->t);
+        }
+    } else {
+        L->nsteps = (long)fixed_steps(L->t0, o->t1, fixed_dt(o));
+    }
+    while (L->adaptive ? L->t < o->t1 : L->k < L->nsteps) {
+        if (L->adaptive && (double)L->st.accepted >= o->max_steps)
+            return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                        "numerical failure at t = %.17g (step %ld): more than %g "
+                        "steps (--max-steps) before t1 = %g: a stiff model or "
+                        "too tight a tolerance", L->t, step_no(L) + 1,
+                        o->max_steps, o->t1);
+        rc = L->adaptive ? advance_adaptive(L) : advance_fixed(L);
+        if (rc) return rc;
+        L->st.accepted++;
+        int last = L->adaptive ? L->tn == o->t1 : L->k == L->nsteps;
+        if (last) L->tn = o->t1;
+        /* Rows of the output grid inside the step, by dense output. */
+        for (; nout && kout <= nout && grid_time(L, kout, nout) < L->tn; kout++) {
+            double tq = grid_time(L, kout, nout);
+            if ((rc = dense_at(L, tq)) || (rc = row_at(L, tq, L->y))) return rc;
+        }
+        double *tmp = L->x;
+        L->x = L->xn, L->xn = tmp;
+        tmp = L->f, L->f = L->fn, L->fn = tmp;
+        L->t = L->tn;
+        int due = nout ? kout <= nout && grid_time(L, kout, nout) == L->t
+                       : last || L->st.accepted % o->every == 0;
+        if ((rc = settle(L))) return rc;
+        if (due && (rc = row_at(L, L->t, L->x))) return rc;
+        if (due && nout) kout++;
+    }
+    if (!L->adaptive) L->t = o->t1; /* also with no step: within 1e-9 steps */
+    return CHRT_OK;
+}
+
+int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
+                   double *x, const double *p, const chrt_sink *sink,
+                   chrt_stats *st, double *t, char *errbuf, size_t errlen)
+{
+    loop L;
+    int rc = chrt_options_check(o, t0, errbuf, errlen);
+    memset(&L, 0, sizeof L);
+    *t = t0;
+    if (st) memset(st, 0, sizeof *st);
+    if (rc) return rc;
+    L.s = *s, L.o = o, L.p = p, L.sink = sink;
+    L.adaptive = chrt_method_adaptive(o->method);
+    L.t0 = L.t = t0;
+    L.errbuf = errbuf, L.errlen = errlen;
+    if (loop_alloc(&L)) {
+        loop_free(&L);
+        return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
+    }
+    L.x = x;
+    rc = run(&L);
+    /* The loop swaps its buffers: hand the state back in x, free the other. */
+    if (L.x != x) {
+        memcpy(x, L.x, (size_t)L.s->nx * sizeof *x);
+        L.xn = L.x;
+    }
+    L.st.rhs_calls += L.rk.nfev;
+    *t = L.t;
+    *s = L.s;
+    if (st) *st = L.st;
+    loop_free(&L);
+    return rc;
 }
 
 /* ---- CSV -------------------------------------------------------------- */
@@ -45,148 +460,45 @@ static void put_header(const chrt_system *s, FILE *out)
     fputc('\n', out);
 }
 
-/* Scratch of one run: state, integrator work, one row's derived values. */
 typedef struct {
-    double *x, *qt, *outv;
-    chrt_stepper st;
-} chrt_work;
+    FILE *out;
+    const chrt_sink *also;
+} csv_sink;
 
-static int work_alloc(chrt_work *w, const chrt_system *s)
+static int csv_row(void *ctx, const double *v, int n)
 {
-    size_t nx = (size_t)s->nx;
-    w->x = malloc((nx ? nx : 1) * sizeof *w->x);
-    w->qt = malloc((s->nq ? (size_t)s->nq : 1) * sizeof *w->qt);
-    w->outv = malloc((s->nout ? (size_t)s->nout : 1) * sizeof *w->outv);
-    w->st.nx = s->nx;
-    w->st.work = malloc((nx ? 6 * nx : 1) * sizeof *w->st.work);
-    return w->x && w->qt && w->outv && w->st.work ? 0 : -1;
-}
-
-static void work_free(chrt_work *w)
-{
-    free(w->x);
-    free(w->qt);
-    free(w->outv);
-    free(w->st.work);
-}
-
-static int state_finite(const double *x, int n);
-
-/* Computes and writes one row; nonzero when the derived values fail: an
- * index into row_failure. A NaN velocity (0/0 in a Legendre inverse) is
- * no less a failure than a singular solve; E may be HUGE_VAL by contract. */
-static int put_row(const chrt_system *s, chrt_work *w, double t,
-                   const double *p, FILE *out)
-{
+    csv_sink *c = ctx;
     int i;
-    if (s->velocities(t, w->x, p, w->qt)) return 1;
-    if (!state_finite(w->qt, s->nq)) return 2;
-    if (s->nout && s->outputs(t, w->x, p, w->outv)) return 1;
-    double e = s->energy(t, w->x, p);
-    fprintf(out, "%.17g", t);
-    for (i = 0; i < s->nq; i++) fprintf(out, ",%.17g", w->x[i]);
-    for (i = 0; i < s->nq; i++) fprintf(out, ",%.17g", w->qt[i]);
-    fprintf(out, ",%.17g", e);
-    for (i = 0; i < s->nout; i++) fprintf(out, ",%.17g", w->outv[i]);
-    fputc('\n', out);
-    return 0;
+    for (i = 0; i < n; i++) fprintf(c->out, i ? ",%.17g" : "%.17g", v[i]);
+    fputc('\n', c->out);
+    if (ferror(c->out)) return -1;
+    return c->also ? c->also->row(c->also->ctx, v, n) : 0;
 }
 
-static int state_finite(const double *x, int n)
+static void csv_note(void *ctx, double t, const char *text)
 {
-    int i;
-    for (i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
-}
-
-static int check_options(const chrt_options *o, long *nsteps, char *errbuf,
-                         size_t errlen)
-{
-    if (chrt_method_name(o->method)[0] == '?')
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "unknown integration method");
-    if (!(isfinite(o->dt) && o->dt > 0))
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                    "--dt must be a positive finite number (got %g)", o->dt);
-    if (!(isfinite(o->t1) && o->t1 >= 0))
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                    "--t1 must be a nonnegative finite number (got %g)", o->t1);
-    if (o->every < 1)
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                    "--every must be a positive integer (got %ld)", o->every);
-    double r = o->t1 / o->dt;
-    if (r > CHRT_MAX_STEPS)
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                    "--t1/--dt asks for %g steps; at most %g are allowed", r,
-                    CHRT_MAX_STEPS);
-    double n = ceil(r - 1e-9 * (r > 1 ? r : 1));
-    *nsteps = n > 0 ? (long)n : 0;
-    return CHRT_OK;
-}
-
-static const char *const step_failure[] = {
-    "", "the right-hand side failed: singular system or Newton not converged", "the new state is not finite"};
-static const char *const row_failure[] = {
-    "", "the velocities or outputs are singular", "the velocities are not finite"};
-
-static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
-                    chrt_work *w, const double *p, FILE *out, char *errbuf,
-                    size_t errlen)
-{
-    long k;
-    int rc;
-    double t = 0;
-    if (o->project && s->project && (s->project(t, w->x, p) || !state_finite(w->x, s->nx)))
-        return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                    "numerical failure at t = %.17g (step 0): the projection "
-                    "of the initial state failed", t);
-    if (!state_finite(w->x, s->nx))
-        return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                    "numerical failure at t = 0 (step 0): the initial state is not finite");
-    if ((rc = put_row(s, w, t, p, out)) != 0)
-        return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                    "numerical failure at t = 0 (step 0): %s at the initial "
-                    "state", row_failure[rc]);
-    for (k = 0; k < nsteps; k++) {
-        double tn = k + 1 < nsteps ? (double)(k + 1) * o->dt : o->t1;
-        rc = chrt_step(&w->st, o->method, s->rhs, t, tn - t, w->x, p);
-        if (rc)
-            return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                        "numerical failure at t = %.17g (step %ld): %s", t,
-                        k + 1, step_failure[rc == 1 ? 1 : 2]);
-        if (o->project && s->project
-            && (s->project(tn, w->x, p) || !state_finite(w->x, s->nx)))
-            return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                        "numerical failure at t = %.17g (step %ld): the "
-                        "projection onto the constraints failed", tn, k + 1);
-        t = tn;
-        if ((k + 1) % o->every == 0 && (rc = put_row(s, w, t, p, out)) != 0)
-            return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
-                        "numerical failure at t = %.17g (step %ld): %s", t,
-                        k + 1, row_failure[rc]);
-    }
-    return CHRT_OK;
+    csv_sink *c = ctx;
+    if (c->also && c->also->note) c->also->note(c->also->ctx, t, text);
 }
 
 int chrt_simulate(const chrt_system *s, const chrt_options *o,
                   const double *x0, const double *p, FILE *out,
-                  char *errbuf, size_t errlen)
+                  const chrt_sink *also, chrt_stats *st, char *errbuf,
+                  size_t errlen)
 {
-    long nsteps = 0;
-    int rc = check_options(o, &nsteps, errbuf, errlen);
+    int rc = chrt_options_check(o, 0, errbuf, errlen);
     if (rc) return rc;
-    chrt_work w;
-    if (work_alloc(&w, s)) {
-        work_free(&w);
-        return fail(errbuf, errlen, CHRT_EXIT_IO, "out of memory");
-    }
-    memcpy(w.x, x0, (size_t)s->nx * sizeof *w.x);
+    double t, *x = malloc(((size_t)s->nx + 1) * sizeof *x);
+    if (!x) return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
+    memcpy(x, x0, (size_t)s->nx * sizeof *x);
+    csv_sink c = {out, also};
+    chrt_sink sink = {csv_row, csv_note, &c};
     put_header(s, out);
-    rc = run_loop(s, o, nsteps, &w, p, out, errbuf, errlen);
-    work_free(&w);
+    rc = chrt_integrate(&s, o, 0, x, p, &sink, st, &t, errbuf, errlen);
+    free(x);
     /* The rows before a failure are part of the result: flush them too. */
     if (fflush(out) != 0 || ferror(out)) {
-        if (rc == CHRT_OK)
+        if (rc == CHRT_OK || rc == CHRT_EXIT_IO)
             rc = fail(errbuf, errlen, CHRT_EXIT_IO, "cannot write the CSV: %s",
                       strerror(errno));
     }
@@ -195,8 +507,11 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
 
 /* ---- options ------------------------------------------------------------ */
 
+/* Options with a value; the order is that of parse_one's switch. */
 static const char *const valued[] = {"--method", "--dt", "--t1", "--every",
-                                     "--set", "--init", "-o"};
+                                     "--set", "--init", "-o", "--rtol",
+                                     "--atol", "--dt-max", "--dt-out",
+                                     "--max-steps"};
 
 int chrt_option_takes_value(const char *arg)
 {
@@ -475,17 +790,35 @@ static int option_value(int argc, char **argv, int *i, const char *opt,
     return 1;
 }
 
+/* A positive finite number for option opt into *v. */
+static int positive(const char *opt, const char *v, double *d, char *errbuf,
+                    size_t errlen)
+{
+    if (parse_double(v, d))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' is not a finite number",
+                    opt, v);
+    if (!(*d > 0))
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' is not positive",
+                    opt, v);
+    return CHRT_OK;
+}
+
 static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
                      chrt_args *a, double *p, char *errbuf, size_t errlen)
 {
     const char *arg = argv[*i], *v = NULL;
     size_t k;
+    double d;
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
         a->help = 1;
         return CHRT_OK;
     }
     if (!strcmp(arg, "--project")) {
         a->opt.project = 1;
+        return CHRT_OK;
+    }
+    if (!strcmp(arg, "--stats")) {
+        a->stats = 1;
         return CHRT_OK;
     }
     for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
@@ -501,20 +834,17 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
         int m = chrt_method_parse(v);
         if (m < 0)
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                        "unknown method '%s' (euler, midpoint, rk4)", v);
+                        "unknown method '%s' (dop853, rk45, euler, midpoint, rk4)", v);
         a->opt.method = (chrt_method)m;
         return CHRT_OK;
     }
     case 1:
-    case 2: {
-        double d;
-        if (parse_double(v, &d))
+        return positive(valued[k], v, &a->opt.dt, errbuf, errlen);
+    case 2:
+        if (parse_double(v, &a->opt.t1))
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                         "%s: '%s' is not a finite number", valued[k], v);
-        if (k == 1) a->opt.dt = d;
-        else a->opt.t1 = d;
         return CHRT_OK;
-    }
     case 3:
         if (parse_long(v, &a->opt.every) || a->opt.every < 1)
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,
@@ -523,8 +853,22 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
     case 4:
     case 5:
         return parse_assign(s, valued[k], v, p, errbuf, errlen);
-    default:
+    case 6:
         a->output = v;
+        return CHRT_OK;
+    case 7:
+        return positive(valued[k], v, &a->opt.rtol, errbuf, errlen);
+    case 8:
+        return positive(valued[k], v, &a->opt.atol, errbuf, errlen);
+    case 9:
+        return positive(valued[k], v, &a->opt.dt_max, errbuf, errlen);
+    case 10:
+        return positive(valued[k], v, &a->opt.dt_out, errbuf, errlen);
+    default:
+        if (positive(valued[k], v, &d, errbuf, errlen) || d < 1 || d != floor(d))
+            return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                        "--max-steps: '%s' is not a positive integer", v);
+        a->opt.max_steps = d;
         return CHRT_OK;
     }
 }
@@ -536,6 +880,7 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
     chrt_options_default(&a->opt);
     a->output = NULL;
     a->help = 0;
+    a->stats = 0;
     a->warning[0] = 0;
     if (s && s->np) memcpy(p, s->param_defaults, (size_t)s->np * sizeof *p);
     for (i = 0; i < argc; i++) {
@@ -543,8 +888,7 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
         if (rc) return rc;
     }
     if (a->help) return CHRT_OK;
-    long nsteps;
-    int rc = check_options(&a->opt, &nsteps, errbuf, errlen);
+    int rc = chrt_options_check(&a->opt, 0, errbuf, errlen);
     if (rc || !s) return rc;
     return apply_inits(s, argc, argv, x0, p, a, errbuf, errlen);
 }
@@ -552,16 +896,35 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
 static void print_help(const chrt_system *s, const char *prog)
 {
     int i;
-    printf("usage: %s [--method euler|midpoint|rk4] [--dt H] [--t1 T] [--every K]\n"
+    printf("usage: %s [--method M] [--rtol R] [--atol A] [--dt H] [--dt-max H]\n"
+           "          [--dt-out H] [--t1 T] [--every K] [--max-steps N] [--stats]\n"
            "          [--set PARAM=V]... [--init NAME=V]... [--project] [-o FILE.csv]\n"
            "\n"
-           "Integrates %s with a fixed step from t = 0 to T and writes CSV:\n"
-           "t, the coordinates, their velocities (NAME'), E, then the optional\n"
-           "columns; one row every K steps, the initial state first.\n"
-           "Defaults: --method rk4 --dt 1e-3 --t1 1 --every 1.\n"
-           "--init sets a coordinate q, a velocity q' (dependent ones are\n"
-           "recomputed from the constraints) or a state variable.\n"
-           "\nstates:", prog, s->name);
+           "Integrates %s from t = 0 to T and writes CSV: t, the coordinates,\n"
+           "their velocities (NAME'), E, then the optional columns. The first row\n"
+           "is the initial state, the last one is at T exactly.\n"
+           "\n"
+           "  --method M     dop853 (default; adaptive 8th order), rk45 (adaptive\n"
+           "                 5th order, alias dopri5), or fixed euler, midpoint, rk4\n"
+           "  --rtol R       relative tolerance per step (default %g)\n"
+           "  --atol A       absolute tolerance per step (default %g)\n"
+           "  --dt H         adaptive: the first step (default automatic); fixed:\n"
+           "                 the step (default %g)\n"
+           "  --dt-max H     adaptive: the largest step (default none)\n"
+           "  --dt-out H     adaptive: rows at t = k*H by dense output (default:\n"
+           "                 one row per accepted step)\n"
+           "  --t1 T         end time (default 1)\n"
+           "  --every K      a row every K (accepted) steps (default 1)\n"
+           "  --max-steps N  adaptive: fail after N accepted steps; fixed: refuse\n"
+           "                 more than N steps (default %g)\n"
+           "  --stats        steps accepted and rejected, rhs calls and re-charts\n"
+           "                 on stderr\n"
+           "  --set p=v      parameter value; --init sets a coordinate q, a velocity\n"
+           "                 q' (dependent ones are recomputed from the constraints)\n"
+           "                 or a state variable\n"
+           "  --project      project onto the constraints after each step\n"
+           "\nstates:", prog, s->name, CHRT_RTOL, CHRT_ATOL, CHRT_FIXED_DT,
+           CHRT_MAX_STEPS);
     for (i = 0; i < s->nx; i++) printf(" %s", s->state_names[i]);
     printf("\nparameters:");
     for (i = 0; i < s->np; i++)
@@ -569,21 +932,44 @@ static void print_help(const chrt_system *s, const char *prog)
     printf("\n");
 }
 
-int chrt_main(const chrt_system *s, int argc, char **argv)
+typedef struct {
+    const char *prog;
+    const chrt_sink *also;
+} main_notes;
+
+static void main_note(void *ctx, double t, const char *text)
+{
+    const main_notes *m = ctx;
+    fprintf(stderr, "%s: note: t = %.17g: %s\n", m->prog, t, text);
+    if (m->also && m->also->note) m->also->note(m->also->ctx, t, text);
+}
+
+static int main_row(void *ctx, const double *v, int n)
+{
+    const main_notes *m = ctx;
+    return m->also && m->also->row ? m->also->row(m->also->ctx, v, n) : 0;
+}
+
+int chrt_main_sink(const chrt_system *s, int argc, char **argv,
+                   const chrt_sink *also, chrt_args *parsed)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : s->name;
     char msg[600];
     chrt_args a;
+    chrt_stats st;
     double *x0 = malloc((s->nx ? (size_t)s->nx : 1) * sizeof *x0);
     double *p = malloc((s->np ? (size_t)s->np : 1) * sizeof *p);
     FILE *out = stdout;
-    int rc;
+    main_notes mn = {prog, also};
+    chrt_sink notes = {main_row, main_note, &mn};
+    int rc, ran = 0;
     if (!x0 || !p) {
-        rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "out of memory");
+        rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "%s", "out of memory");
         goto done;
     }
     rc = chrt_parse_args(s, argc > 0 ? argc - 1 : 0, argv + 1, &a, x0, p, msg,
                          sizeof msg);
+    if (parsed) *parsed = a;
     if (rc) goto done;
     if (a.help) {
         print_help(s, prog);
@@ -596,13 +982,23 @@ int chrt_main(const chrt_system *s, int argc, char **argv)
         out = stdout;
         goto done;
     }
-    rc = chrt_simulate(s, &a.opt, x0, p, out, msg, sizeof msg);
+    rc = chrt_simulate(s, &a.opt, x0, p, out, &notes, &st, msg, sizeof msg);
+    ran = 1;
     if (out != stdout && fclose(out) != 0 && rc == CHRT_OK)
         rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot write '%s': %s",
                   a.output, strerror(errno));
 done:
     if (rc) fprintf(stderr, "%s: %s\n", prog, msg);
+    if (ran && a.stats)
+        fprintf(stderr, "%s: stats: %s, %ld steps accepted, %ld rejected, %ld rhs "
+                "calls, %ld recharts\n", prog, chrt_method_name(a.opt.method),
+                st.accepted, st.rejected, st.rhs_calls, st.recharts);
     free(x0);
     free(p);
     return rc;
+}
+
+int chrt_main(const chrt_system *s, int argc, char **argv)
+{
+    return chrt_main_sink(s, argc, argv, NULL, NULL);
 }

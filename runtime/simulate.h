@@ -1,15 +1,24 @@
-/* simulate.h — fixed-step simulation of one emitted system, written as
- * the CSV of SPEC §2 (C99, libc and libm only).
+/* simulate.h — the integration loop of every front end and the CSV of
+ * SPEC §2 (C99, libc and libm only).
  *
  * A chrt_system describes compiled code with the API of SPEC §4: the same
  * struct is filled from JIT-compiled symbols by `chetaev run` and from the
  * PREFIX_ symbols by the driver written by `emit --driver`. Both then go
  * through chrt_main, so their option handling and CSV bytes agree.
  *
- * Time grid: N = ceil(t1/dt) steps (a ratio within 1e-9 of an integer is
- * that integer), t_k = k*dt, the last step ends exactly at t1. A row is
- * written at t_0 and after every K-th step; the last state is written only
- * when N is a multiple of K. */
+ * One loop (chrt_integrate) integrates for `run`, the driver programs,
+ * the C API (ch_system_integrate), the repl and `check --loop`, and hands
+ * the rows to a sink (the CSV writer, an in-memory table, or none).
+ *
+ * Adaptive methods (dop853, rk45): steps chosen by the error estimate as
+ * in Hairer's codes (and SciPy's solve_ivp); the last step ends exactly at
+ * t1. Rows at t0, after every K-th accepted step and at t1, or with
+ * dt_out at t0 + k*dt_out by dense output and at t1.
+ *
+ * Fixed methods (euler, midpoint, rk4): N = ceil((t1 - t0)/dt) steps (a
+ * ratio within 1e-9 of an integer is that integer), t_k = t0 + k*dt, the
+ * last step ends exactly at t1. Rows at t0, after every K-th step and
+ * at t1 (also when N is not a multiple of K). */
 #ifndef CH_RT_SIMULATE_H
 #define CH_RT_SIMULATE_H
 
@@ -36,41 +45,107 @@ typedef struct {
      * Legendre map); nonzero where singular. May be NULL. */
     int (*state_from)(double t, const double *q, const double *qt,
                       const double *p, double *x);
+    /* Conditioning of the chart of a reduced or hamilton form at x: a
+     * number in [0, 1], 0 where the chart is singular. NULL when the
+     * form has no chart (full form). */
+    double (*chart_quality)(double t, const double *x, const double *p);
 } chrt_system;
+
+/* Re-chart below this chart quality (chrt_options.chart_min). */
+#define CHRT_CHART_MIN 1e-2
+
+/* Defaults of the adaptive methods: relative and absolute tolerance, the
+ * largest number of accepted steps, and the step of fixed methods. */
+#define CHRT_RTOL 1e-8
+#define CHRT_ATOL 1e-10
+#define CHRT_MAX_STEPS 1e7
+#define CHRT_FIXED_DT 1e-3
 
 typedef struct {
     chrt_method method;
+    /* Fixed methods: the step (0: CHRT_FIXED_DT). Adaptive: the first
+     * step (0: chosen from the right-hand side at t0). */
     double dt, t1;
-    long every;
-    int project; /* call system->project on the initial state and after each step */
+    long every;     /* a row after every K-th (accepted) step */
+    int project;    /* call system->project on the initial state and after each step */
+    double rtol, atol; /* adaptive: error per step <= atol + rtol*|x| (RMS) */
+    double dt_max;  /* adaptive: largest step, 0: none */
+    double dt_out;  /* adaptive: rows at t0 + k*dt_out by dense output, 0: per step */
+    double max_steps; /* adaptive: accepted steps before a failure; fixed: largest N */
+    double chart_min; /* re-chart when chart_quality < chart_min; default CHRT_CHART_MIN */
+    /* Optional (NULL: none). Replaces *s by a system of a better chart and
+     * x (same nx) by the same mechanical state in it; writes a one-line
+     * note ("t = 1.5708: dependent velocities x' (were y')"). Returns 0,
+     * or nonzero when no better chart exists (note says why). */
+    int (*rechart)(void *ctx, double t, double *x, const double *p,
+                   const chrt_system **s, char *note, size_t notelen);
+    void *rechart_ctx;
 } chrt_options;
 
 /* Exit codes of SPEC §2 that the runtime can produce. */
 enum { CHRT_OK = 0, CHRT_EXIT_IO = 1, CHRT_EXIT_USAGE = 2, CHRT_EXIT_NUMERIC = 3 };
 
-/* rk4, dt 1e-3, t1 1, every 1, no projection (SPEC §2 defaults). */
+/* dop853, rtol CHRT_RTOL, atol CHRT_ATOL, automatic first step, t1 1,
+ * every 1, no dt_max, rows per step, CHRT_MAX_STEPS, no projection, chart
+ * threshold CHRT_CHART_MIN without rechart (SPEC §2 defaults). */
 void chrt_options_default(chrt_options *o);
 
-/* Integrates from x0 (nx values) with parameters p (np values) and writes
- * the header and rows to out. Returns CHRT_OK; CHRT_EXIT_USAGE for invalid
- * options; CHRT_EXIT_NUMERIC when a step fails (singular right-hand side,
- * non-finite state): the rows written so far stay, errbuf names t and the
- * step; CHRT_EXIT_IO when writing fails or memory runs out. */
+/* Checks o (t0 the start time) and writes the reason into errbuf:
+ * CHRT_OK or CHRT_EXIT_USAGE. */
+int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
+                       size_t errlen);
+
+/* Step statistics of one run. rhs_calls counts every right-hand side
+ * call: 1 at t0 and 1 for the automatic first step, the stages of every
+ * step attempt (chrt_method_stages), 3 per step whose dense output was
+ * used (dop853), 1 after each projection or re-chart. */
+typedef struct {
+    long accepted, rejected, rhs_calls, recharts;
+} chrt_stats;
+
+/* Where the rows go. row gets t, the nq coordinates, all nq velocities,
+ * E, the nout outputs (n = 2 + 2*nq + nout values: the CSV columns);
+ * nonzero stops the run with CHRT_EXIT_IO; NULL: no rows are computed.
+ * note gets a one-line note (a re-chart); may be NULL. */
+typedef struct {
+    int (*row)(void *ctx, const double *v, int n);
+    void (*note)(void *ctx, double t, const char *text);
+    void *ctx;
+} chrt_sink;
+
+/* THE integration loop: from (t0, x) to o->t1 with parameters p, rows to
+ * sink (NULL: none). *s may be replaced by o->rechart. On return
+ * x holds the last accepted state and *t its time (t1 on success).
+ * Returns CHRT_OK; CHRT_EXIT_USAGE for invalid options; CHRT_EXIT_NUMERIC
+ * when the run cannot go on (errbuf: "numerical failure at t = T ...:
+ * reason"; the rows before stay written); CHRT_EXIT_IO when the sink
+ * fails or memory runs out. st (may be NULL) gets the statistics. */
+int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
+                   double *x, const double *p, const chrt_sink *sink,
+                   chrt_stats *st, double *t, char *errbuf, size_t errlen);
+
+/* The CSV of SPEC §2 to out: the header, then the rows of chrt_integrate
+ * from t = 0 and x0, each also passed to also (may be NULL, e.g. a table
+ * for a plot). Returns as chrt_integrate; CHRT_EXIT_IO when writing
+ * fails. */
 int chrt_simulate(const chrt_system *s, const chrt_options *o,
                   const double *x0, const double *p, FILE *out,
-                  char *errbuf, size_t errlen);
+                  const chrt_sink *also, chrt_stats *st, char *errbuf,
+                  size_t errlen);
 
 /* The parsed options of `run` / the driver program. */
 typedef struct {
     chrt_options opt;
     const char *output; /* -o FILE, or NULL for stdout */
     int help;           /* -h / --help was given */
+    int stats;          /* --stats: step statistics on stderr */
     char warning[256];  /* nonempty: --init values that were recomputed */
 } chrt_args;
 
 /* Parses argv[0..argc) (no program name): --method M, --dt H, --t1 T,
- * --every K, --set p=v, --init q=v, -o FILE, --project, -h/--help (also
- * as --opt=value). With s NULL only the syntax is checked. Otherwise p is
+ * --every K, --rtol R, --atol A, --dt-max H, --dt-out H, --max-steps N,
+ * --set p=v, --init q=v, -o FILE, --project, --stats, -h/--help (also as
+ * --opt=value). With s NULL only the syntax is checked. Otherwise p is
  * the defaults with the --set values, and x0 the initial state:
  * s->initial(), or, when s->state_from exists and a --set or an --init of
  * a coordinate `q` or velocity `q'` was given, s->state_from(0, q, q', p)
@@ -87,8 +162,13 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
  * (e.g. "--dt", not "--dt=1"), so that a caller can pass them through. */
 int chrt_option_takes_value(const char *arg);
 
-/* The whole program: parse argv[1..argc), simulate, report errors on
- * stderr prefixed by argv[0]. Returns the exit code. */
+/* The whole program: parse argv[1..argc), simulate, report errors, notes
+ * and --stats on stderr prefixed by argv[0]. Returns the exit code. */
 int chrt_main(const chrt_system *s, int argc, char **argv);
+
+/* chrt_main whose rows also go to also (NULL: none), e.g. a table for a
+ * plot; *parsed (may be NULL) gets the parsed arguments. */
+int chrt_main_sink(const chrt_system *s, int argc, char **argv,
+                   const chrt_sink *also, chrt_args *parsed);
 
 #endif
