@@ -19,7 +19,7 @@ gcc -std=c99 -pedantic -Wall -Wextra -Werror -O2 -I"$tmp/gen" \
     "$src/examples/embed/main.c" "$tmp/gen"/*.c -lm -o "$tmp/prog" \
     || { echo "FAIL: the embedding does not build warning-free"; exit 1; }
 "$tmp/prog" 2 1e-3 > "$tmp/embed.txt" || bad "the program failed"
-"$bin" run "$src/examples/knife_edge.nh" --t1 2 --dt 1e-3 | tail -n 1 > "$tmp/run.csv" \
+"$bin" run "$src/examples/knife_edge.nh" --t1 2 --method rk4 --dt 1e-3 | tail -n 1 > "$tmp/run.csv" \
     || bad "chetaev run failed"
 # embed: t x y phi x' phi' E;  run: t,x,y,phi,x',y',phi',E,...
 awk 'NR == FNR { for (i = 1; i <= NF; i++) e[i] = $i; next }

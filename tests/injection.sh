@@ -80,7 +80,7 @@ for f in main_full main_reduced main_hamilton; do
         && ok || bad "tcc $f.c: $(head -5 "$tmp/err")"
 done
 for form in full reduced hamilton; do
-    "$bin" run "$hostile" --form $form --t1 0.05 --dt 0.01 >"$tmp/run.csv" 2>"$tmp/err" \
+    "$bin" run "$hostile" --form $form --t1 0.05 --method rk4 --dt 0.01 >"$tmp/run.csv" 2>"$tmp/err" \
         && head -n 1 "$tmp/run.csv" | grep -q "^t,x0,p,NX,x0',p',NX',E," \
         && [ "$(wc -l <"$tmp/run.csv")" = 7 ] \
         && ok || bad "run --form $form on the hostile model: $(head -c 300 "$tmp/err")"

@@ -38,7 +38,7 @@ EOF
 
 # check MODEL FORM WANTED_HEADER
 check() {
-    if ! "$bin" run "$tmp/$1.nh" --form "$2" --t1 1 --every 100 >"$tmp/out.csv" 2>"$tmp/err"; then
+    if ! "$bin" run "$tmp/$1.nh" --form "$2" --t1 1 --every 100 --method rk4 >"$tmp/out.csv" 2>"$tmp/err"; then
         bad "$1 $2: run failed: $(head -c 300 "$tmp/err")"; return
     fi
     head=$(head -n 1 "$tmp/out.csv")

@@ -35,7 +35,7 @@ near "$(value changed E0)" 0.6075 1e-12 || bad "changed E0 $(value changed E0), 
 [ "$(value changed a)" = 0.59999999999999998 ] || bad "a was not set"
 
 for run in default changed; do
-    set -- --t1 10 --dt 1e-3
+    set -- --t1 10 --method rk4 --dt 1e-3
     [ $run = changed ] && set -- "$@" --set a=0.6
     "$bin" run "$model" "$@" | tail -n 1 | cut -d, -f1-6 > "$tmp/want"
     got=$(for k in t x y th "x'" "y'"; do value $run "$k"; done | paste -sd,)

@@ -43,10 +43,13 @@ PY
 }
 
 # fails MODEL FORM ROWS T_LAST MESSAGE-PATTERN [RUN OPTIONS...]
+# The step numbers below are those of a fixed step (rk4 unless the options
+# name another method); the adaptive default has its own section.
 fails() {
     model=$1 form=$2 n=$3 tl=$4 pat=$5
     shift 5
     what="$model --form $form $*"
+    set -- --method rk4 "$@"
     "$bin" run "$dir/$model" --form "$form" "$@" >"$tmp/out.csv" 2>"$tmp/err"
     rc=$?
     [ $rc = 3 ] || { bad "$what: exit $rc, want 3: $(cat "$tmp/err")"; return; }
@@ -89,6 +92,34 @@ done
 # A parameter that overflows the right-hand side at once.
 fails blow_up.nh reduced 1 0 "t = 0 \(step 1\): the new state is not finite" --init x=800 --dt 0.125
 
+# ---- the adaptive default ---------------------------------------------------------
+# x'' = exp(x) from rest at x = 0 is x = -2 ln cos(t/sqrt 2): infinite at
+# t = pi/sqrt(2). The step size shrinks to underflow there: exit 3 with
+# "step size too small", every row before kept, the time of the failure
+# within 1e-6 of the exact blow-up time (an independent answer).
+for form in full reduced hamilton; do
+    "$bin" run "$dir/blow_up.nh" --form $form --t1 4 >"$tmp/out.csv" 2>"$tmp/err"
+    rc=$?
+    t=$(sed -n 's/.*numerical failure at t = \([0-9.e+-]*\) (step [0-9]*): step size too small at t = .*/\1/p' "$tmp/err")
+    last=$(tail -n 1 "$tmp/out.csv" | cut -d, -f1)
+    [ $rc = 3 ] && [ -n "$t" ] \
+        && $py -c "import math,sys; sys.exit(abs($t - math.pi/math.sqrt(2)) > 1e-6 or $last != $t)" \
+        && rows "$tmp/out.csv" "$(($(wc -l <"$tmp/out.csv") - 1))" "$last" \
+        && ok || bad "blow_up $form adaptive: exit $rc, t '$t', last row $last: $(cat "$tmp/err")"
+done
+# A non-finite right-hand side (sqrt of x < 0) rejects the steps that reach
+# it until the step underflows; the message says why.
+"$bin" run "$dir/nan_state.nh" --t1 4 >"$tmp/out.csv" 2>"$tmp/err"
+rc=$?
+[ $rc = 3 ] && grep -q "step size too small at t = 0.79.*: the new state is not finite" "$tmp/err" \
+    && ok || bad "nan_state adaptive: exit $rc: $(cat "$tmp/err")"
+# The step limit: a clear failure, the rows kept.
+"$bin" run "$src/examples/knife_edge.nh" --t1 10 --max-steps 3 >"$tmp/out.csv" 2>"$tmp/err"
+rc=$?
+[ $rc = 3 ] && grep -q "numerical failure at t = .* (step 4): more than 3 steps (--max-steps) before t1 = 10" "$tmp/err" \
+    && [ "$(wc -l <"$tmp/out.csv")" = 5 ] \
+    && ok || bad "max-steps: exit $rc, $(wc -l <"$tmp/out.csv") lines: $(cat "$tmp/err")"
+
 # ---- failures at the initial state: the header, no row ------------------------
 for form in full reduced; do
     fails singular_mass.nh $form 1 0 "t = 0 \(step 1\): the right-hand side failed: singular system or Newton not converged" --init y=0 --dt 0.125
@@ -99,9 +130,9 @@ fails singular_mass.nh hamilton 0 0 "t = 0 \(step 0\): the velocities are not fi
 mkdir -p "$tmp/drv"
 if "$bin" emit "$dir/singular_mass.nh" --form full --driver -o "$tmp/drv" 2>"$tmp/err" \
     && cc -std=c99 -O1 -o "$tmp/drv/prog" "$tmp/drv"/*.c -lm 2>"$tmp/err"; then
-    "$tmp/drv/prog" --dt 0.125 >"$tmp/drv.csv" 2>"$tmp/drv.err"
+    "$tmp/drv/prog" --method rk4 --dt 0.125 >"$tmp/drv.csv" 2>"$tmp/drv.err"
     rc=$?
-    "$bin" run "$dir/singular_mass.nh" --form full --dt 0.125 >"$tmp/run.csv" 2>/dev/null
+    "$bin" run "$dir/singular_mass.nh" --form full --method rk4 --dt 0.125 >"$tmp/run.csv" 2>/dev/null
     [ $rc = 3 ] && cmp -s "$tmp/drv.csv" "$tmp/run.csv" \
         && grep -q "numerical failure at t = 0.375 (step 4): the right-hand side failed: singular system or Newton not converged" "$tmp/drv.err" \
         && ok || bad "driver: exit $rc, $(cat "$tmp/drv.err")"
@@ -114,7 +145,7 @@ fi
 # there. Only where this build has the numeric hamilton path.
 printf 'coordinates x\nlagrangian x'"'"'^2/2 - x'"'"'^4/4\nforce x = 1\ninitial x'"'"'=0.2\n' >"$tmp/newton.nh"
 if "$bin" emit "$tmp/newton.nh" --form hamilton -o "$tmp/nt" >/dev/null 2>&1; then
-    "$bin" run "$tmp/newton.nh" --form hamilton --dt 0.01 >"$tmp/out.csv" 2>"$tmp/err"
+    "$bin" run "$tmp/newton.nh" --form hamilton --method rk4 --dt 0.01 >"$tmp/out.csv" 2>"$tmp/err"
     rc=$?
     [ $rc = 3 ] && grep -Eq "numerical failure at t = [0-9.]+ \(step [0-9]+\)" "$tmp/err" \
         && rows "$tmp/out.csv" "$(($(wc -l <"$tmp/out.csv") - 1))" "$(tail -n 1 "$tmp/out.csv" | cut -d, -f1)" \
@@ -149,10 +180,25 @@ usage "--init: 't' is not a state variable" --init t=1
 usage "--init: 'x''' is not a state variable" --init "x''=1"
 usage "--init: 'y_x' is not a state variable" --init y_x=1
 usage "--dt: '0x1p-7' is not a finite number" --dt 0x1p-7
-usage "--dt must be a positive finite number \(got 0\)" --dt 0
+usage "--dt: '0' is not positive" --dt 0
 usage "--t1: 'nan' is not a finite number" --t1 nan
 usage "--every: '1.5' is not a positive integer" --every 1.5
-usage "--t1/--dt asks for 1e\+300 steps" --dt 1e-300
+usage "--t1/--dt asks for 1e\+300 steps; at most 1e\+07 are allowed \(--max-steps\)" --method rk4 --dt 1e-300
+usage "--t1/--dt asks for 2e\+07 steps" --method euler --dt 1e-7 --t1 2
+usage "--rtol: '0' is not positive" --rtol 0
+usage "--rtol: '-1e-6' is not positive" --rtol -1e-6
+usage "--rtol: 'tight' is not a finite number" --rtol tight
+usage "--rtol 1e-16 is below 100 ulp" --rtol 1e-16
+usage "--atol: '0' is not positive" --atol 0
+usage "--atol: 'nan' is not a finite number" --atol nan
+usage "--dt-max: '0' is not positive" --dt-max 0
+usage "--dt-out: '-1' is not positive" --dt-out -1
+usage "--dt-out needs an adaptive method" --dt-out 0.1 --method rk4
+usage "--dt-max needs an adaptive method" --dt-max 0.1 --method euler
+usage "--dt-out and --every exclude each other" --dt-out 0.1 --every 2
+usage "--max-steps: '0' is not a positive integer" --max-steps 0
+usage "--max-steps: '1.5' is not a positive integer" --max-steps 1.5
+usage "unknown method 'rk5' \(dop853, rk45, euler, midpoint, rk4\)" --method rk5
 # Accepted spellings of numbers.
 for v in 1 -2.5 .5 5. 1e-3 2E+1 +3; do
     "$bin" run "$src/examples/knife_edge.nh" --set "m=$v" --t1 0.002 >/dev/null 2>"$tmp/err" \

@@ -81,6 +81,12 @@ run 2
 form reduced
 form
 info
+method rk45
+tol 1e-10 1e-12
+tol
+run 1
+method dop853
+tol 1e-8 1e-10
 show mass_matrix
 show energy constraints
 show
@@ -96,6 +102,8 @@ set g
 form bogus
 method leapfrog
 dt 0
+tol 0
+tol 1e-20
 unset nosuch
 quit
 info
@@ -128,14 +136,17 @@ same_final 1 "run 1 with defaults" "$knife" --t1 1
 same_final 2 "run after set g=0" "$knife" --t1 1 --set g=0
 same_final 3 "run after set x'=2 x=0.5" "$knife" --t1 1 --set g=0 --init "x'=2" --init x=0.5
 same_final 4 "euler, dt 0.01" "$knife" --t1 1 --set g=0 --init "x'=2" --init x=0.5 --method euler --dt 0.01
-same_final 5 "after unset x, x'" "$knife" --t1 1 --set g=0
-same_final 6 "full form" "$knife" --t1 2 --set g=0 --form full
-same_final 7 "hamilton form" "$knife" --t1 2 --set g=0 --form hamilton
+same_final 5 "after unset x, x'" "$knife" --t1 1 --set g=0 --method rk4
+same_final 6 "full form" "$knife" --t1 2 --set g=0 --form full --method rk4
+same_final 7 "hamilton form" "$knife" --t1 2 --set g=0 --form hamilton --method rk4
+same_final 8 "rk45 at tol 1e-10 1e-12" "$knife" --t1 1 --set g=0 --method rk45 --rtol 1e-10 --atol 1e-12
 f1=$(grep '^final:' "$tmp/s.out" | sed -n 1p)
 f2=$(grep '^final:' "$tmp/s.out" | sed -n 2p)
 [ "$f1" != "$f2" ] && ok || bad "set g=0 changed nothing"
 
 # The summary: energy and constraint residuals; the listing of settings.
+has "$tmp/s.out" "(dop853, rtol 1e-08, atol 1e-10, reduced form)" "summary of the default"
+has "$tmp/s.out" "rhs calls, 0 recharts" "step statistics of an adaptive run"
 has "$tmp/s.out" "t = 1 after 1000 steps (rk4, dt 0.001, reduced form)" "summary"
 has "$tmp/s.out" "t = 1 after 100 steps (euler, dt 0.01, reduced form)" "method/dt"
 has "$tmp/s.out" "t = 2 after 2000 steps (rk4, dt 0.001, full form)" "full run"
@@ -145,11 +156,14 @@ has "$tmp/s.out" "constraints: max|phi|=" "residual line"
 import sys
 res = [float(l.split("max|phi|=")[1].split()[0]) for l in open(sys.argv[1])
        if l.startswith("constraints: max|phi|=")]
-assert len(res) == 7 and max(res) < 1e-12, res
+assert len(res) == 8 and max(res) < 1e-12, res
 EOF
 has "$tmp/s.out" "g=0 (set)" "set listing"
 has "$tmp/s.out" "initial x'=2" "set listing of an initial velocity"
 has "$tmp/s.out" "euler" "method query"
+has "$tmp/s.out" "rtol 1e-10 atol 1e-12" "tol query"
+has "$tmp/s.err" "--rtol must be a positive finite number (got 0)" "tol 0"
+has "$tmp/s.err" "--rtol 1e-20 is below 100 ulp" "tol 1e-20"
 has "$tmp/s.out" "reduced" "form query"
 
 # show: as derive prints it; keys; an unknown key.
@@ -191,11 +205,11 @@ for pat in "unknown command 'frobnicate'" "usage: run T" "'zz' is neither a para
     has "$tmp/s.err" "$pat" "error message"
 done
 n=$(grep -c '^error: ' "$tmp/s.err")
-[ "$n" = 12 ] && ok || bad "$n error messages, want 12: $(cat "$tmp/s.err")"
+[ "$n" = 14 ] && ok || bad "$n error messages, want 14: $(cat "$tmp/s.err")"
 hasnt "$tmp/s.out" "chetaev> " "no prompt when stdin is not a terminal"
 
 # help lists every command.
-for c in set unset form method dt run show check plot emit reload info help quit; do
+for c in set unset form method tol dt run show check plot emit reload info help quit; do
     if grep -q "^  $c" "$tmp/s.out"; then ok; else bad "help lacks $c"; fi
 done
 
@@ -261,7 +275,7 @@ exec 3>&-
 wait $pid
 has "$tmp/r2.err" "k2.nh:" "reload error names the file"
 has "$tmp/r2.out" "reload failed: keeping the previous model" "failed reload"
-has "$tmp/r2.out" "t = 0.1 after 100 steps" "runs after a failed reload"
+has "$tmp/r2.out" "t = 0.1 after " "runs after a failed reload"
 
 # ---- the command line ----------------------------------------------------------
 "$bin" repl --help >"$tmp/h.out" 2>&1 && ok || bad "repl --help"

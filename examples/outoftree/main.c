@@ -4,7 +4,8 @@
  * Usage: simulate MODEL [T [NAME=VALUE ...]]
  * Loads MODEL (a *.nh file), compiles its reduced form in process, sets
  * the given parameters (without recompiling), integrates from the model's
- * initial state to T (default 1) with rk4 and dt = 1e-3, and prints two
+ * initial state to T (default 1) with the default method (dop853, error-
+ * controlled at the default tolerances; first step chosen), and prints two
  * CSV lines: the header and the final row of the mandatory columns of
  * `chetaev run` (t, the coordinates, all velocities, E), so that the
  * result can be compared with `chetaev run MODEL --t1 T --set NAME=VALUE`.
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 
     int rc = argc > 3 ? set_params(s, argc - 3, argv + 3, &err) : 0;
     if (!rc && ch_system_reset(s, &err)) rc = fail("reset", &err);
-    if (!rc && ch_system_integrate(s, t1, "rk4", 1e-3, &err)) rc = fail("integrate", &err);
+    if (!rc && ch_system_integrate(s, t1, NULL, 0, &err)) rc = fail("integrate", &err);
     if (!rc) rc = print_state(s, &err);
     ch_system_free(s);
     return rc;
