@@ -377,7 +377,8 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     chrt_options_default(&o);
     o.method = (chrt_method)m;
     o.dt = dt, o.t1 = t1;
-    o.rtol = s->rtol, o.atol = s->atol, o.dt_max = s->dt_max;
+    o.rtol = s->rtol, o.atol = s->atol;
+    o.dt_max = chrt_method_adaptive(o.method) ? s->dt_max : 0;
     o.max_steps = s->max_steps;
     /* Rows are not kept: a sink only for the notes of re-charts. */
     chrt_sink notes = {NULL, api_note, &s->stats};

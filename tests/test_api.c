@@ -186,6 +186,62 @@ static void test_hamilton(void)
     ch_system_free(s);
 }
 
+/* The adaptive default: statistics, tolerances, the step limit; the
+ * reduced and full forms of the knife edge agree at tight tolerances
+ * (no chart singularity before t = 1). */
+static void test_adaptive(void)
+{
+    ch_err err;
+    ch_stats st;
+    ch_system *r = compile_knife("reduced"), *f = compile_knife("full");
+    if (!r || !f) return;
+    CHECK(ch_system_integrate(r, 1, NULL, 0, &err) == 0);
+    ch_system_stats(r, &st);
+    long steps = st.accepted;
+    CHECK(st.accepted > 0 && st.recharts == 0 && st.note[0] == 0);
+    CHECK_MSG(st.rhs_calls == 2 + 12 * (st.accepted + st.rejected), "%ld calls, %ld "
+              "accepted, %ld rejected", st.rhs_calls, st.accepted, st.rejected);
+    /* Invalid tolerances change nothing. */
+    CHECK(ch_system_set_tolerances(r, 0, 1e-12, 0, &err) == CH_E_USAGE);
+    CHECK(strstr(err.msg, "--rtol must be a positive") != NULL);
+    CHECK(ch_system_set_tolerances(r, 1e-10, -1, 0, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_tolerances(r, 1e-10, 1e-12, -1, &err) == CH_E_USAGE);
+    CHECK(ch_system_reset(r, &err) == 0);
+    CHECK(ch_system_integrate(r, 1, "dop853", 0, &err) == 0);
+    ch_system_stats(r, &st);
+    CHECK(st.accepted == steps);
+    /* Tighter: more steps; the forms agree. */
+    CHECK(ch_system_set_tolerances(r, 1e-10, 1e-12, 0, &err) == 0);
+    CHECK(ch_system_set_tolerances(f, 1e-10, 1e-12, 0, &err) == 0);
+    CHECK(ch_system_reset(r, &err) == 0);
+    CHECK(ch_system_integrate(r, 1, NULL, 0, &err) == 0);
+    CHECK(ch_system_integrate(f, 1, NULL, 0, &err) == 0);
+    ch_system_stats(r, &st);
+    CHECK(st.accepted > steps);
+    const double *xr = ch_system_state(r), *xf = ch_system_state(f);
+    static const int full_of[5] = {0, 1, 2, 3, 5}; /* x y phi x' phi' */
+    for (int i = 0; i < 5; i++) CHECK_NEAR(xr[i], xf[full_of[i]], 1e-9);
+    /* dt_max bounds the steps; rk45 by its alias. */
+    CHECK(ch_system_set_tolerances(r, 1e-10, 1e-12, 0.01, &err) == 0);
+    CHECK(ch_system_reset(r, &err) == 0);
+    CHECK(ch_system_integrate(r, 1, "dopri5", 0, &err) == 0);
+    ch_system_stats(r, &st);
+    CHECK(st.accepted >= 100 && st.rhs_calls == 2 + 6 * (st.accepted + st.rejected));
+    for (int i = 0; i < 5; i++) CHECK_NEAR(ch_system_state(r)[i], xf[full_of[i]], 1e-8);
+    /* The step limit: adaptive fails at it (the state of the last step
+     * kept), a fixed-step call asking for more is refused. */
+    CHECK(ch_system_set_max_steps(r, 0, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_max_steps(r, 3, &err) == 0);
+    CHECK(ch_system_integrate(r, 5, NULL, 0, &err) == CH_E_NUMERIC);
+    CHECK_MSG(strstr(err.msg, "more than 3 steps (--max-steps)") != NULL, "%s", err.msg);
+    ch_system_stats(r, &st);
+    CHECK(st.accepted == 3 && ch_system_time(r) > 1 && ch_system_time(r) < 5);
+    CHECK(ch_system_integrate(r, 5, "rk4", 1e-3, &err) == CH_E_USAGE);
+    CHECK_MSG(strstr(err.msg, "asks for") != NULL, "%s", err.msg);
+    ch_system_free(r);
+    ch_system_free(f);
+}
+
 int main(void)
 {
     RUN(test_errors);
@@ -193,5 +249,6 @@ int main(void)
     RUN(test_stepping);
     RUN(test_set_state);
     RUN(test_hamilton);
+    RUN(test_adaptive);
     return check_summary("api");
 }
