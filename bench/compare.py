@@ -172,7 +172,7 @@ class Bench:
         if not e or e["rc"] != 0:
             return res
         res["first"] = self.stage(name, "first",
-                                  [self.bin, "run", nh, "--t1", "0.001", "--dt", "0.001",
+                                  [self.bin, "run", nh, "--t1", "0.001", "--method", "rk4", "--dt", "0.001",
                                    "-o", os.path.join(self.tmp, "one.csv")])[0]
         pre = os.path.join(out, name + "_reduced")
         res["ops"] = header_ops(pre + ".h")

@@ -148,7 +148,7 @@ double ch_system_energy(const ch_system *s);
  *
  * Adaptive methods ("dop853", the default; "rk45"): steps chosen by the
  * error estimate under the tolerances of ch_system_set_tolerances (by
- * default rtol 1e-8, atol 1e-10); dt is the first step, 0 chooses it
+ * default rtol 1e-10, atol 1e-12); dt is the first step, 0 chooses it
  * automatically. The last step ends exactly at t1.
  *
  * Fixed methods ("euler", "midpoint", "rk4"): dt > 0 is the step;
@@ -166,8 +166,8 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
 /* Tolerances of the adaptive methods for the following calls of
  * ch_system_integrate: the error per step, RMS over the state, is kept
  * below atol + rtol*|x| (rtol >= 100 ulp, atol > 0); dt_max > 0 bounds the
- * step, 0 means no bound. CH_E_USAGE (nothing changed) for invalid
- * values. */
+ * step, 0 means no bound (fixed methods ignore it). CH_E_USAGE (nothing
+ * changed) for invalid values. */
 int ch_system_set_tolerances(ch_system *s, double rtol, double atol,
                              double dt_max, ch_err *err);
 /* The step limit of ch_system_integrate (default 1e7): adaptive methods

@@ -350,7 +350,7 @@ static void residuals(repl *r, const double *p, double *vel, double *pos)
     free(sv), free(g);
 }
 
-/* "dop853, rtol 1e-08, atol 1e-10" or "rk4, dt 0.001". */
+/* "dop853, rtol 1e-10, atol 1e-12" or "rk4, dt 0.001". */
 static void method_text(const repl *r, char *buf, size_t size)
 {
     if (chrt_method_adaptive(r->method))
@@ -685,7 +685,7 @@ static const char help_text[] =
     "  form full|reduced|hamilton   switch form (each compiled once)\n"
     "  method dop853|rk45|euler|midpoint|rk4   integration method (default\n"
     "                       dop853: adaptive; rk45 adaptive; the others fixed)\n"
-    "  tol RTOL [ATOL]      tolerances of the adaptive methods (default 1e-8 1e-10)\n"
+    "  tol RTOL [ATOL]      tolerances of the adaptive methods (default 1e-10 1e-12)\n"
     "  dt H|auto            fixed methods: the step (default 1e-3); adaptive:\n"
     "                       the first step (default auto)\n"
     "  run T                integrate from the initial state to t = T; prints\n"

@@ -56,8 +56,8 @@ typedef struct {
 
 /* Defaults of the adaptive methods: relative and absolute tolerance, the
  * largest number of accepted steps, and the step of fixed methods. */
-#define CHRT_RTOL 1e-8
-#define CHRT_ATOL 1e-10
+#define CHRT_RTOL 1e-10
+#define CHRT_ATOL 1e-12
 #define CHRT_MAX_STEPS 1e7
 #define CHRT_FIXED_DT 1e-3
 

@@ -211,8 +211,8 @@ static void test_adaptive(void)
     ch_system_stats(r, &st);
     CHECK(st.accepted == steps);
     /* Tighter: more steps; the forms agree. */
-    CHECK(ch_system_set_tolerances(r, 1e-10, 1e-12, 0, &err) == 0);
-    CHECK(ch_system_set_tolerances(f, 1e-10, 1e-12, 0, &err) == 0);
+    CHECK(ch_system_set_tolerances(r, 1e-12, 1e-14, 0, &err) == 0);
+    CHECK(ch_system_set_tolerances(f, 1e-12, 1e-14, 0, &err) == 0);
     CHECK(ch_system_reset(r, &err) == 0);
     CHECK(ch_system_integrate(r, 1, NULL, 0, &err) == 0);
     CHECK(ch_system_integrate(f, 1, NULL, 0, &err) == 0);
