@@ -14,7 +14,8 @@ _chetaev_options()
     case $1 in
         derive) echo "--format --only -h --help --max-nodes" ;;
         emit) echo "--form -o --prefix --driver -h --help --max-nodes" ;;
-        run) echo "--form --method --dt --t1 --every --set --init --project
+        run) echo "--form --method --rtol --atol --dt --dt-max --dt-out --t1 --every
+                   --max-steps --stats --set --init --project
                    --compiler -o --plot --plot-vars --xy -h --help --max-nodes" ;;
         check) echo "--format --loop --plot -h --help --max-nodes" ;;
         repl) echo "--form --compiler --max-nodes -h --help" ;;
@@ -65,6 +66,7 @@ _chetaev()
             case ${COMP_WORDS[i-1]} in
                 =) ;;
                 --format|--only|--form|-o|--prefix|--method|--dt|--t1|--every|\
+                --rtol|--atol|--dt-max|--dt-out|--max-steps|\
                 --set|--init|--compiler|--plot|--plot-vars|--xy|--loop|\
                 --max-nodes) ;;
                 *) model=$w ;;
@@ -92,7 +94,7 @@ _chetaev()
             fi
             return 0 ;;
         --method)
-            COMPREPLY=($(compgen -W "euler midpoint rk4" -- "$cur"))
+            COMPREPLY=($(compgen -W "dop853 rk45 euler midpoint rk4" -- "$cur"))
             return 0 ;;
         --compiler)
             COMPREPLY=($(compgen -W "tcc cc" -- "$cur"))
@@ -116,7 +118,8 @@ _chetaev()
             COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur"))
             compopt -o filenames 2>/dev/null
             return 0 ;;
-        --dt|--t1|--every|--init|--prefix|--plot-vars|--xy|--loop|--max-nodes|=)
+        --dt|--t1|--every|--rtol|--atol|--dt-max|--dt-out|--max-steps|\
+        --init|--prefix|--plot-vars|--xy|--loop|--max-nodes|=)
             return 0 ;;
     esac
 
