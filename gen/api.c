@@ -356,7 +356,8 @@ void ch_system_stats(const ch_system *s, ch_stats *st)
 static void api_note(void *ctx, double t, const char *text)
 {
     ch_stats *st = ctx;
-    snprintf(st->note, sizeof st->note, "t = %.17g: %s", t, text);
+    (void)t; /* the note names its time */
+    snprintf(st->note, sizeof st->note, "%s", text);
 }
 
 int ch_system_integrate(ch_system *s, double t1, const char *method,

@@ -940,7 +940,8 @@ typedef struct {
 static void main_note(void *ctx, double t, const char *text)
 {
     const main_notes *m = ctx;
-    fprintf(stderr, "%s: note: t = %.17g: %s\n", m->prog, t, text);
+    /* the note names its time ("t = 1.5708: dependent velocities ...") */
+    fprintf(stderr, "%s: note: %s\n", m->prog, text);
     if (m->also && m->also->note) m->also->note(m->also->ctx, t, text);
 }
 

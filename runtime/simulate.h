@@ -106,7 +106,8 @@ typedef struct {
 /* Where the rows go. row gets t, the nq coordinates, all nq velocities,
  * E, the nout outputs (n = 2 + 2*nq + nout values: the CSV columns);
  * nonzero stops the run with CHRT_EXIT_IO; NULL: no rows are computed.
- * note gets a one-line note (a re-chart); may be NULL. */
+ * note gets the one-line note of a re-chart (it names its time, "t =
+ * 1.5708: ...") and t; may be NULL. */
 typedef struct {
     int (*row)(void *ctx, const double *v, int n);
     void (*note)(void *ctx, double t, const char *text);

@@ -49,7 +49,9 @@ done
 printf 'coordinates x\nlagrangian x'"'"'^2 + zz\n' >"$tmp/bad.nh"
 vg 1 derive "$tmp/bad.nh"
 vg 1 derive "$src/tests/numfail/../errors/define_cycle.nh"
-vg 3 run "$src/tests/numfail/singular_mass.nh" --form full --dt 0.125
+vg 3 run "$src/tests/numfail/singular_mass.nh" --form full --method rk4 --dt 0.125
+vg 3 run "$src/tests/numfail/blow_up.nh" --t1 4
+vg 0 run "$src/examples/knife_edge.nh" --t1 2 --dt-out 0.1 --stats --plot "$tmp/p.svg"
 vg 2 run "$src/examples/knife_edge.nh" --set nope=1
 vg 0 check "$src/examples/knife_edge.nh"
 
