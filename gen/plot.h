@@ -57,10 +57,6 @@ int ch_table_set_columns(ch_table *tb, size_t ncols, const char *const *names,
                          ch_error *err);
 /* Appends one row of ncols values. */
 int ch_table_add_row(ch_table *tb, const double *row, ch_error *err);
-/* Parses CSV with a header line and numeric fields (the format of
- * `run`); "nan", "inf" are accepted. CH_ERR_USAGE on malformed input. */
-int ch_table_parse_csv(ch_table *tb, const char *text, size_t len,
-                       ch_error *err);
 /* Index of a column, -1 when none. */
 int ch_table_column(const ch_table *tb, const char *name);
 
