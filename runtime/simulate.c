@@ -133,26 +133,42 @@ static const char *const rhs_failure =
 static const char *const row_failure[] = {
     "", "the velocities or outputs are singular", "the velocities are not finite"};
 
-/* One run's state. The stepper is either the fixed one (one grid step per
- * advance) or an embedded pair (attempts until one is accepted); both
- * leave the accepted step [t, tn] with the new state in xn, and the pair
- * its dense output on demand. Another stepper (an implicit one) plugs in
- * at advance/dense_at/restart. */
+typedef struct loop loop;
+
+/* How the loop steps: the fixed-step methods (one grid step per advance)
+ * and the embedded pairs (attempts until one is accepted). The loop knows
+ * a stepper only through these, so that another one (an implicit method
+ * of another library) is one more table. */
 typedef struct {
+    int (*start)(loop *L);       /* after the initial row, at L->t */
+    int (*done)(const loop *L);  /* t1 reached */
+    /* One accepted step from L->t: L->tn and the state there in L->xn
+     * (f there in L->fn where the stepper keeps it); L->last when it ends
+     * at t1. */
+    int (*advance)(loop *L);
+    /* The state at tq in [L->t, L->tn] of the step just taken into L->y;
+     * NULL without dense output. */
+    int (*dense_at)(loop *L, double tq);
+    int (*restart)(loop *L);     /* the state at L->t changed (projection, re-chart) */
+} stepper;
+
+/* One run's state. */
+struct loop {
+    const stepper *ops;
     const chrt_system *s;
     const chrt_options *o;
     const double *p;
     const chrt_sink *sink;
     chrt_stats st;
-    int adaptive;
     double t0, t, tn, h;  /* h: the next adaptive step */
+    int last;             /* the step just taken ends at t1 */
     double *x, *xn, *f, *fn, *y, *row;
     chrt_stepper fixed;
     chrt_rk rk;
     long k, nsteps;       /* fixed: steps done, steps in all */
     char *errbuf;
     size_t errlen;
-} loop;
+};
 
 static void loop_free(loop *L)
 {
@@ -219,9 +235,9 @@ static int row_at(loop *L, double t, const double *x)
 }
 
 /* f at the current state (after the start, a projection or a re-chart). */
-static int restart(loop *L)
+static int restart_rk(loop *L)
 {
-    if (!L->adaptive || L->t >= L->o->t1) return CHRT_OK;
+    if (L->t >= L->o->t1) return CHRT_OK;
     L->rk.nfev++;
     if (L->s->rhs(L->t, L->x, L->p, L->f) || !state_finite(L->f, L->s->nx))
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
@@ -280,8 +296,8 @@ static int settle(loop *L)
     int rc, moved;
     if ((rc = project(L, L->t, L->x))) return rc;
     if ((rc = chart_check(L, &moved))) return rc;
-    if (!L->st.accepted) return CHRT_OK; /* run() starts f itself */
-    return moved || (L->o->project && L->s->project) ? restart(L) : CHRT_OK;
+    if (!L->st.accepted) return CHRT_OK; /* the stepper's start follows */
+    return moved || (L->o->project && L->s->project) ? L->ops->restart(L) : CHRT_OK;
 }
 
 static const char *attempt_failure(int rc)
@@ -291,14 +307,36 @@ static const char *attempt_failure(int rc)
     return rhs_failure;
 }
 
+/* f at t0 and the first step (o->dt, or chosen from f). */
+static int start_rk(loop *L)
+{
+    const chrt_options *o = L->o;
+    int rc = restart_rk(L);
+    if (rc) return rc;
+    L->h = o->dt;
+    if (L->h <= 0 && L->t < o->t1) {
+        L->h = chrt_rk_initial_step(&L->rk, L->s->rhs, L->t, L->x, L->f, L->p,
+                                    o->rtol, o->atol);
+        if (L->h < 0) L->h = 1e-6 * (o->t1 - L->t);
+    }
+    return CHRT_OK;
+}
+
+static int done_rk(const loop *L) { return L->t >= L->o->t1; }
+
 /* One accepted adaptive step from L->t: L->tn, L->xn, L->fn. */
-static int advance_adaptive(loop *L)
+static int advance_rk(loop *L)
 {
     const chrt_options *o = L->o;
     double t = L->t, t1 = o->t1, err = 0;
     double min_step = 16 * (nextafter(t, INFINITY) - t);
     const char *why = NULL;
     int rejected = 0;
+    if ((double)L->st.accepted >= o->max_steps)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): more than %g "
+                    "steps (--max-steps) before t1 = %g: a stiff model or "
+                    "too tight a tolerance", t, step_no(L) + 1, o->max_steps, t1);
     if (o->dt_max > 0 && L->h > o->dt_max) L->h = o->dt_max;
     if (L->h < min_step) L->h = min_step;
     for (;;) {
@@ -315,6 +353,7 @@ static int advance_adaptive(loop *L)
         if (rc == 0 && err < 1) {
             L->h = h * chrt_rk_factor(&L->rk, err, rejected);
             L->tn = tn;
+            L->last = tn == t1;
             return CHRT_OK;
         }
         L->st.rejected++;
@@ -323,6 +362,20 @@ static int advance_adaptive(loop *L)
                  : "the error estimate stays above the tolerance";
         L->h = h * (rc ? 0.2 : chrt_rk_factor(&L->rk, err, 1));
     }
+}
+
+static int start_fixed(loop *L)
+{
+    L->nsteps = (long)fixed_steps(L->t0, L->o->t1, fixed_dt(L->o));
+    return CHRT_OK;
+}
+
+static int done_fixed(const loop *L) { return L->k >= L->nsteps; }
+
+static int restart_fixed(loop *L)
+{
+    (void)L;
+    return CHRT_OK;
 }
 
 /* One fixed step from L->t: L->tn, L->xn. */
@@ -339,11 +392,12 @@ static int advance_fixed(loop *L)
                     "numerical failure at t = %.17g (step %ld): %s", L->t,
                     L->k + 1, rc == 1 ? rhs_failure : "the new state is not finite");
     L->k++;
+    L->last = L->k == L->nsteps;
     return CHRT_OK;
 }
 
 /* The dense output of the accepted step at tq into L->y. */
-static int dense_at(loop *L, double tq)
+static int dense_rk(loop *L, double tq)
 {
     int rc = chrt_rk_dense_prepare(&L->rk, L->s->rhs, L->x, L->f, L->xn, L->fn, L->p);
     if (rc)
@@ -360,6 +414,10 @@ static double grid_time(const loop *L, long k, long nout)
     return k < nout ? L->t0 + (double)k * L->o->dt_out : L->o->t1;
 }
 
+static const stepper fixed_ops = {start_fixed, done_fixed, advance_fixed, NULL,
+                                  restart_fixed};
+static const stepper rk_ops = {start_rk, done_rk, advance_rk, dense_rk, restart_rk};
+
 static int run(loop *L)
 {
     const chrt_options *o = L->o;
@@ -371,46 +429,28 @@ static int run(loop *L)
                     "is not finite", L->t);
     if ((rc = settle(L))) return rc;
     if ((rc = row_at(L, L->t, L->x))) return rc;
-    if (L->adaptive) {
-        if (o->dt_out > 0) nout = (long)fixed_steps(L->t0, o->t1, o->dt_out);
-        if ((rc = restart(L))) return rc;
-        L->h = o->dt;
-        if (L->h <= 0 && L->t < o->t1) {
-            L->h = chrt_rk_initial_step(&L->rk, L->s->rhs, L->t, L->x, L->f, L->p,
-                                        o->rtol, o->atol);
-            if (L->h < 0) L->h = 1e-6 * (o->t1 - L->t);
-        }
-    } else {
-        L->nsteps = (long)fixed_steps(L->t0, o->t1, fixed_dt(o));
-    }
-    while (L->adaptive ? L->t < o->t1 : L->k < L->nsteps) {
-        if (L->adaptive && (double)L->st.accepted >= o->max_steps)
-            return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
-                        "numerical failure at t = %.17g (step %ld): more than %g "
-                        "steps (--max-steps) before t1 = %g: a stiff model or "
-                        "too tight a tolerance", L->t, step_no(L) + 1,
-                        o->max_steps, o->t1);
-        rc = L->adaptive ? advance_adaptive(L) : advance_fixed(L);
-        if (rc) return rc;
+    if (o->dt_out > 0) nout = (long)fixed_steps(L->t0, o->t1, o->dt_out);
+    if ((rc = L->ops->start(L))) return rc;
+    while (!L->ops->done(L)) {
+        if ((rc = L->ops->advance(L))) return rc;
         L->st.accepted++;
-        int last = L->adaptive ? L->tn == o->t1 : L->k == L->nsteps;
-        if (last) L->tn = o->t1;
+        if (L->last) L->tn = o->t1;
         /* Rows of the output grid inside the step, by dense output. */
         for (; nout && kout <= nout && grid_time(L, kout, nout) < L->tn; kout++) {
             double tq = grid_time(L, kout, nout);
-            if ((rc = dense_at(L, tq)) || (rc = row_at(L, tq, L->y))) return rc;
+            if ((rc = L->ops->dense_at(L, tq)) || (rc = row_at(L, tq, L->y))) return rc;
         }
         double *tmp = L->x;
         L->x = L->xn, L->xn = tmp;
         tmp = L->f, L->f = L->fn, L->fn = tmp;
         L->t = L->tn;
         int due = nout ? kout <= nout && grid_time(L, kout, nout) == L->t
-                       : last || L->st.accepted % o->every == 0;
+                       : L->last || L->st.accepted % o->every == 0;
         if ((rc = settle(L))) return rc;
         if (due && (rc = row_at(L, L->t, L->x))) return rc;
         if (due && nout) kout++;
     }
-    if (!L->adaptive) L->t = o->t1; /* also with no step: within 1e-9 steps */
+    L->t = o->t1; /* fixed steps: also with none, t1 within 1e-9 steps */
     return CHRT_OK;
 }
 
@@ -425,7 +465,7 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
     if (st) memset(st, 0, sizeof *st);
     if (rc) return rc;
     L.s = *s, L.o = o, L.p = p, L.sink = sink;
-    L.adaptive = chrt_method_adaptive(o->method);
+    L.ops = chrt_method_adaptive(o->method) ? &rk_ops : &fixed_ops;
     L.t0 = L.t = t0;
     L.errbuf = errbuf, L.errlen = errlen;
     if (loop_alloc(&L)) {
