@@ -484,7 +484,8 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     if (!rc) {
         chrt_sink sink;
         ch_driver_table_sink(&tb, &sink);
-        rc = chrt_main_sink(s, argc, argv, &sink, NULL);
+        chrt_main_hooks hooks = {&sink, NULL, NULL};
+        rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
         if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
             ch_buf svg;
             ch_buf_init(&svg);

@@ -992,8 +992,9 @@ static int main_row(void *ctx, const double *v, int n)
 }
 
 int chrt_main_sink(const chrt_system *s, int argc, char **argv,
-                   const chrt_sink *also, chrt_args *parsed)
+                   const chrt_main_hooks *hooks, chrt_args *parsed)
 {
+    const chrt_sink *also = hooks ? hooks->also : NULL;
     const char *prog = argc > 0 && argv[0] ? argv[0] : s->name;
     char msg[600];
     chrt_args a;
@@ -1017,6 +1018,7 @@ int chrt_main_sink(const chrt_system *s, int argc, char **argv,
         goto done;
     }
     if (a.warning[0]) fprintf(stderr, "%s: warning: %s\n", prog, a.warning);
+    if (hooks) a.opt.rechart = hooks->rechart, a.opt.rechart_ctx = hooks->rechart_ctx;
     if (a.output && !(out = fopen(a.output, "w"))) {
         rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot open '%s': %s",
                   a.output, strerror(errno));

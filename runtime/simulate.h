@@ -167,9 +167,18 @@ int chrt_option_takes_value(const char *arg);
  * and --stats on stderr prefixed by argv[0]. Returns the exit code. */
 int chrt_main(const chrt_system *s, int argc, char **argv);
 
-/* chrt_main whose rows also go to also (NULL: none), e.g. a table for a
- * plot; *parsed (may be NULL) gets the parsed arguments. */
+/* What a front end adds to chrt_main: a sink the rows also go to (e.g. a
+ * table for a plot) and the re-chart of chrt_options (both may be NULL). */
+typedef struct {
+    const chrt_sink *also;
+    int (*rechart)(void *ctx, double t, double *x, const double *p,
+                   const chrt_system **s, char *note, size_t notelen);
+    void *rechart_ctx;
+} chrt_main_hooks;
+
+/* chrt_main with hooks (NULL: none); *parsed (may be NULL) gets the
+ * parsed arguments. */
 int chrt_main_sink(const chrt_system *s, int argc, char **argv,
-                   const chrt_sink *also, chrt_args *parsed);
+                   const chrt_main_hooks *hooks, chrt_args *parsed);
 
 #endif

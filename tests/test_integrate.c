@@ -133,7 +133,9 @@ static void test_orders(void)
 static const char *const names1[] = {"y"};
 static const char *const names2[] = {"x", "x'"};
 
-static void init0(double *x) { (void)x; }
+/* The exact solutions at t = 0: x = 1 (and x' = 0 for the oscillator). */
+static void init1(double *x) { x[0] = 1; }
+static void init_osc(double *x) { x[0] = 1, x[1] = 0; }
 static double energy0(double t, const double *x, const double *p)
 {
     (void)t, (void)p;
@@ -166,7 +168,7 @@ static chrt_system fake(int prob)
     s.nx = prob_nx[prob];
     s.nq = 1;
     s.state_names = prob == OSC ? names2 : names1;
-    s.initial = init0;
+    s.initial = prob == OSC ? init_osc : init1;
     s.rhs = prob_rhs[prob];
     s.energy = energy0;
     s.velocities = prob == OSC ? vel2 : vel1;
@@ -571,6 +573,37 @@ static void test_chart_hook(void)
     CHECK(r.n == 0);
 }
 
+/* The same through chrt_main_sink, as `run` and the driver programs run:
+ * the re-chart of the hooks, its note and the rows reach the extra sink. */
+static void test_main_hooks(void)
+{
+    chrt_system a = fake(OSC);
+    a.chart_quality = quality_a;
+    charts c;
+    c.b = a;
+    c.b.rhs = rhs_b;
+    c.b.velocities = vel_b;
+    c.b.chart_quality = quality_b;
+    c.fail = 0, c.calls = 0;
+    rows r;
+    memset(&r, 0, sizeof r);
+    chrt_sink sink = {keep_row, keep_note, &r};
+    chrt_main_hooks hooks = {&sink, rechart, &c};
+    char *argv[] = {"test", "--t1", "3", "--rtol", "1e-11", "-o", "/dev/null", NULL};
+    chrt_args parsed;
+    CHECK(chrt_main_sink(&a, 7, argv, &hooks, &parsed) == 0);
+    CHECK(c.calls == 1 && r.notes == 1 && r.note_t > 1 && r.note_t < 1.5);
+    CHECK_STR(r.note, "chart B (was A)");
+    CHECK_MSG(r.n > 10 && r.t[r.n - 1] == 3, "%d rows, last %g", r.n, r.n ? r.t[r.n - 1] : -1);
+    CHECK_NEAR(r.q[r.n - 1], cos(3.0), 1e-8);
+    CHECK(parsed.opt.t1 == 3 && parsed.opt.rtol == 1e-11);
+    /* Without the hook: exit 3, the rows before kept. */
+    memset(&r, 0, sizeof r);
+    hooks.rechart = NULL;
+    CHECK(chrt_main_sink(&a, 7, argv, &hooks, NULL) == CHRT_EXIT_NUMERIC);
+    CHECK(r.notes == 0 && r.n > 2 && r.t[r.n - 1] <= 1);
+}
+
 static void test_names(void)
 {
     CHECK(chrt_method_parse("dop853") == CHRT_DOP853);
@@ -593,6 +626,7 @@ int main(void)
     RUN(test_stats);
     RUN(test_failures);
     RUN(test_chart_hook);
+    RUN(test_main_hooks);
     RUN(test_names);
     return check_summary("test_integrate");
 }
