@@ -484,18 +484,25 @@ static int rechart(void *ctx, double t, double *x, const double *p,
     return 0;
 }
 
+/* Chart A of the oscillator in *a, chart B in c->b. */
+static void two_charts(chrt_system *a, charts *c)
+{
+    *a = fake(OSC);
+    a->chart_quality = quality_a;
+    c->b = *a;
+    c->b.rhs = rhs_b;
+    c->b.velocities = vel_b;
+    c->b.chart_quality = quality_b;
+    c->fail = 0, c->calls = 0;
+}
+
 static void test_chart_hook(void)
 {
     static const chrt_method ms[] = {CHRT_DOP853, CHRT_RK45, CHRT_RK4};
     for (size_t i = 0; i < 3; i++) {
-        chrt_system a = fake(OSC);
-        a.chart_quality = quality_a;
+        chrt_system a;
         charts c;
-        c.b = a;
-        c.b.rhs = rhs_b;
-        c.b.velocities = vel_b;
-        c.b.chart_quality = quality_b;
-        c.fail = 0, c.calls = 0;
+        two_charts(&a, &c);
         chrt_options o;
         chrt_options_default(&o);
         o.method = ms[i];
@@ -577,14 +584,9 @@ static void test_chart_hook(void)
  * the re-chart of the hooks, its note and the rows reach the extra sink. */
 static void test_main_hooks(void)
 {
-    chrt_system a = fake(OSC);
-    a.chart_quality = quality_a;
+    chrt_system a;
     charts c;
-    c.b = a;
-    c.b.rhs = rhs_b;
-    c.b.velocities = vel_b;
-    c.b.chart_quality = quality_b;
-    c.fail = 0, c.calls = 0;
+    two_charts(&a, &c);
     rows r;
     memset(&r, 0, sizeof r);
     chrt_sink sink = {keep_row, keep_note, &r};
