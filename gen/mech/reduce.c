@@ -173,6 +173,18 @@ const ch_expr *ch_reduce_xstar(ch_ctx *ctx, const ch_reduced *r, size_t ri,
     return ch_add_n(ctx, r->k + 1, terms);
 }
 
+/* ch_mat_solve with pivots that do not vanish at the model's initial
+ * state (ch_manifold_initial_point): a triangular block's pivots are
+ * forced, and ch_manifold_init has checked them there. */
+static int solve_at(reducer *s, size_t k, const ch_expr *const *A, size_t nrhs,
+                    const ch_expr *const *B, const ch_expr **X)
+{
+    double *at = ch_manifold_initial_point(s->r->mf);
+    int rc = ch_mat_solve_at(s->ctx, k, A, nrhs, B, X, at);
+    free(at);
+    return rc;
+}
+
 /* alpha when every constraint is linear in the dependent velocities:
  * A v_dep = -phi|_{v_dep = 0} with A the dependent block of G. */
 static int solve_alpha(reducer *s, const ch_expr **A)
@@ -188,7 +200,7 @@ static int solve_alpha(reducer *s, const ch_expr **A)
     r->alpha = arr(ctx, k);
     if (!r->alpha) return -1;
     int rc = ch_mat_solve_triangular(ctx, k, A, 1, rhs, r->alpha);
-    return rc == 1 ? ch_mat_solve(ctx, k, A, 1, rhs, r->alpha) : rc;
+    return rc == 1 ? solve_at(s, k, A, 1, rhs, r->alpha) : rc;
 }
 
 /* Derivatives of alpha: directly when explicit, else by implicit
@@ -222,7 +234,7 @@ static int alpha_derivatives(reducer *s, const ch_expr **A)
         rhs[nu * w + m + n] = ch_neg(ctx, ch_diff(ctx, phi, s->m->t));
     }
     int rc = ch_mat_solve_triangular(ctx, k, A, w, rhs, sol);
-    if (rc == 1) rc = ch_mat_solve(ctx, k, A, w, rhs, sol);
+    if (rc == 1) rc = solve_at(s, k, A, w, rhs, sol);
     if (rc) return rc;
     for (size_t nu = 0; nu < k; nu++) {
         for (size_t ri = 0; ri < m; ri++) r->da_dv[nu * m + ri] = sol[nu * w + ri];
