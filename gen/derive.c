@@ -506,7 +506,8 @@ static int fill_reduced(ch_derivation *d)
         e->row_labels = dq;
         e->tidy = 1;
     } else {
-        e->note = "the constraints are not linear in the dependent velocities: "
+        e->note = "no closed form (the constraints are not linear in the dependent "
+                  "velocities, nor one quadratic in its dependent velocity): "
                   "alpha is implicit, and the dependent velocity symbols in the "
                   "reduced quantities stand for alpha(t, q, q'_independent)";
     }

@@ -512,6 +512,24 @@ static void kernel_leg(emitter *e)
     kernel(e, "leg", i, o);
 }
 
+/* "v[d] = c;" for every dependent velocity d: the start of kn_dep's
+ * Newton iteration for implicit alpha, the model's initial dependent
+ * velocities (solved as ch_manifold_init did; the given values where it
+ * found no solution), never 0: x'^2 + y'^2 = v0^2 has dphi/dy' = 0 at
+ * y' = 0, and the branch of the root is the one the initial state is on.
+ * indent: the statement's leading spaces. */
+static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
+{
+    const ch_manifold *mf = &e->d->mf;
+    if (e->d->red.explicit_alpha) return;
+    for (size_t nu = 0; nu < e->k; nu++) {
+        int d = mf->dep[nu];
+        ch_buf_printf(b, "%sv[%d] = ", indent, d);
+        put_double(b, mf->v0 ? mf->v0[d] : e->m->qt0[d]);
+        ch_buf_put(b, ";\n");
+    }
+}
+
 /* The numeric inverse of the Legendre map (THEORY §5 when H* has no
  * closed form): kn_res evaluates y*(v) - y and K at the independent
  * velocities in v (the dependent ones follow the constraints); kn_inv
@@ -553,6 +571,7 @@ static void fun_legendre(emitter *e)
                   mi + mi * mi, mi * mi + 1, mi, n,
                   e->d->ham.quadratic ? "" : "    double lam, step, size;\n",
                   mi + 1, mi, n, n);
+    put_newton_start(e, b, "        ");
     for (size_t r = 0; r < mi; r++)
         ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n",
                       mf->indep[r], n + r);
@@ -599,7 +618,7 @@ static void fun_legendre(emitter *e)
 
 /* static int kn_vel(t, x, p, v): all n velocities from the state, the
  * dependent ones solving the constraints (v's dependent entries are the
- * Newton start for implicit alpha). */
+ * Newton start for implicit alpha: put_newton_start). */
 static void fun_vel(emitter *e)
 {
     ch_buf *b = &e->kern;
@@ -607,7 +626,12 @@ static void fun_vel(emitter *e)
     const ch_reduced *red = &e->d->red;
     size_t n = e->n, k = e->k;
     if (k > 0 && red->explicit_alpha) {
-        kernel(e, "alpha", k, red->alpha);
+        /* alpha, then its guards (a closed form valid on one branch) */
+        const ch_expr **o = earr(e, k + red->nguard);
+        if (!o) return;
+        for (size_t nu = 0; nu < k; nu++) o[nu] = red->alpha[nu];
+        for (size_t g = 0; g < red->nguard; g++) o[k + g] = red->alpha_guard[g];
+        kernel(e, "alpha", k + red->nguard, o);
         e->alpha_ops = e->last;
     } else if (k > 0) {
         kernel_con(e);
@@ -624,9 +648,15 @@ static void fun_vel(emitter *e)
     if (k == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
     } else if (red->explicit_alpha) {
-        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k);
+        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k + red->nguard);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
+        if (red->nguard) /* the branch of the initial state is lost there */
+            ch_buf_put(b, "    /* the root of the initial state's branch: lost where a guard\n"
+                          "     * (the radicand, the leading coefficient squared) is not\n"
+                          "     * positive */\n");
+        for (size_t g = 0; g < red->nguard; g++)
+            ch_buf_printf(b, "    if (!(a[%zu] > 0.0)) return 1;\n", k + g);
         ch_buf_put(b, "    return 0;\n}\n\n");
     } else {
         /* Implicit alpha: damped Newton on phi(v_dep) = 0 with the
@@ -684,6 +714,7 @@ static void fun_vel(emitter *e)
         return;
     }
     ch_buf_printf(b, "    int i;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
+    put_newton_start(e, b, "    ");
     if (e->form == CH_FORM_HAMILTON) {
         ch_buf_printf(b, "    {\n        double eta[%zu];\n        kn_eta(t, x, p, v, eta);\n", e->mi);
         for (size_t r = 0; r < e->mi; r++)
@@ -1321,7 +1352,8 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
 {
     const ch_reduced *red = &e->d->red;
     size_t k = e->k, nd = e->ndyn;
-    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     *fused = 0, *val = 0;
     if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
     if (other > 0.0) {
@@ -1398,7 +1430,8 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     if (kernel_build(e, no, *outs, prog, 1)) return -1; /* the hamilton form's too */
     *pruned = other > 0.0 && opcount_total(&prog->after) > SYM_FACTOR_GAIN * other;
     if (*pruned) return 0;
-    int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&prog->after) + alpha_cost;
     const ch_expr **all = earr(e, no + k), **vdep = vdep_syms(e);
@@ -1589,7 +1622,8 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     const ch_expr **bd = earr(e, k * m + 1), **u = earr(e, m);
     if (!o || !all || !vdep || !bd || !u) return -1;
     for (size_t c = 0; c < m; c++) u[c] = e->m->qt[e->d->mf.indep[c]];
-    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     /* alpha in the program where it can be (factoring adds no symbol):
      * programs without were never the cheapest on the n-trailer, and each
      * candidate is a large CSE build on the way to the first rhs call */

@@ -18,7 +18,9 @@ never compared: chetaev may legitimately print a different but equal form.
   (KKT system of THEORY §2) at points of true motions.
 - dependent/independent: the `dependent` statement, else chetaev's choice
   when its Jacobian block is regular.
-- alpha, L*, E* (and the identity E* = E|alpha + (alpha_bar - alpha) p*),
+- alpha (also the root of one constraint quadratic in its dependent
+  velocity, on the branch of the initial state), L*, E* (and the identity
+  E* = E|alpha + (alpha_bar - alpha) p*),
   alpha_bar, M* = D^T M D, the reduced equations (THEORY §4 in the L* form,
   and as the projection E_r + dalpha/dq_t_r E_dep - Q*), y*: at random
   points of the constraint manifold with random q_tt_r. For an implicit
@@ -129,6 +131,18 @@ constraint x'^2 + y'^2 +
     1))
 force z = asin(x/4) + acos(y/4)*sinh(z') - atan(x*y)
 dependent z'
+""",
+    "inline_quadratic.nh": """\
+# A constraint quadratic in its dependent velocity, a, b and c all
+# varying: alpha is the root on the branch of the initial state, here the
+# negative one, y' = -(1 + sqrt(41))/5 (the other root is (sqrt(41) - 1)/5).
+model inline_quadratic
+coordinates x y
+parameters m=1 k=2 v0=3/2
+lagrangian m/2*(x'^2 + y'^2) - k/2*x^2 + x*y'
+constraint (1 + x^2)*y'^2 + x'*y' + x'^2 = v0^2
+dependent y'
+initial x=1/2 x'=1/2 y'=-(1 + sqrt(41))/5
 """,
     "inline_reduced_lin.nh": """\
 # Reduced and Hamiltonian forms with k = 2 chosen by the tool: affine,
@@ -534,8 +548,12 @@ class ReducedRef:
         phis = model.constraints
         G = ref.get("constraint_jacobian", [])
         self.explicit = self._linear_in_dep(phis, points)
-        if self.explicit:
-            if k:
+        root = None if self.explicit else self._quadratic_root(phis)
+        if self.explicit or root is not None:
+            if root is not None:
+                self.explicit = True
+                self.alpha = [root]
+            elif k:
                 Amat, b = sp.linear_eq_to_matrix(phis, self.z)
                 sol = Amat.LUsolve(b)
                 self.alpha = [sol[nu] for nu in range(k)]
@@ -562,6 +580,39 @@ class ReducedRef:
         for nu, j in enumerate(self.dep):
             self.qdot[j] = self.alpha_e[nu]
         self._derive(ref)
+
+    def _quadratic_root(self, phis):
+        """One constraint a z^2 + b z + c = 0 in its dependent velocity z
+        (a polynomial, a, b, c free of z): the root -h + s sqrt(h^2 - c/a),
+        h = b/(2a), on the branch of the initial state, the root nearest
+        the model's initial value of z (`initial`, else 0; a tie takes
+        s = +1), evaluated at t = 0, the `initial` coordinates and
+        independent velocities, parameters at their defaults. None when
+        phi is not such a quadratic."""
+        if self.k != 1 or len(phis) != 1:
+            return None
+        z = self.z[0]
+        try:
+            P = sp.Poly(sp.expand(phis[0]), z)
+        except sp.PolynomialError:
+            return None
+        if P.degree() != 2 or any(c.has(z) for c in P.all_coeffs()):
+            return None
+        a, b, c = P.all_coeffs()
+        h = b / (2 * a)
+        sq = sp.sqrt(h ** 2 - c / a)
+        model = self.model
+        init = {model.t: sp.Integer(0)}
+        for name, value in model.params:
+            init[model.symbol(name)] = value
+        for s_ in model.q() + model.qt():
+            init[s_] = model.initial.get(s_.name, sp.Integer(0))
+        target = init.pop(z)
+        plus, minus = [sp.N((-h + sg * sq).xreplace(init), 30) for sg in (1, -1)]
+        if not (plus.is_real and minus.is_real):
+            return -h + sq
+        sign = -1 if abs(minus - target) < abs(plus - target) else 1
+        return -h + sign * sq
 
     def _linear_in_dep(self, phis, points):
         for phi in phis:

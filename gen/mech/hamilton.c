@@ -626,9 +626,10 @@ int ch_hamilton_derive(ch_ctx *ctx, const ch_reduced *r, ch_hamilton *out,
         h.degenerate = 1;
         rc = unavailable(&w, "%s", degenerate_reason);
     } else if (implicit_blocks(&w))
-        rc = unavailable(&w, "the constraints are not linear in the dependent "
-                             "velocities, so alpha (and with it L*) has no "
-                             "closed form in the independent velocities; H* "
+        rc = unavailable(&w, "alpha (and with it L*) has no closed form in the "
+                             "independent velocities (the constraints are not "
+                             "linear in the dependent velocities, nor one "
+                             "quadratic in its dependent velocity); H* "
                              "cannot be written in (t, q, y) symbolically");
     else if (!h.quadratic)
         rc = unavailable(&w, "L* is not quadratic in the independent "

@@ -1276,41 +1276,42 @@ static int singular_at_initial(const ch_manifold *mf, size_t rank, const int *re
 
 /* mf->v0, and the choice checked at the initial state (see
  * ch_manifold_init): a user's choice singular there is an error, the
- * tool's is replaced by the columns of a column-pivoted elimination. No
- * check when the constraints have no solution near the initial values
- * or G is not finite there (the run then fails at t = 0 and says so). */
+ * tool's is replaced by the columns of a column-pivoted elimination. When
+ * the constraints have no solution near the initial values, the check is
+ * made at the given values (G of linear constraints does not depend on
+ * the velocities) and mf->v0 is NULL; no check when G is not finite there
+ * (the run then fails at t = 0 and says so). */
 static int initial_state(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                          ch_manifold *mf, ch_error *err)
 {
     (void)L;
     size_t k = mf->k, n = mf->n;
-    mf->v0 = ch_ctx_alloc(ctx, (n + 1) * sizeof *mf->v0);
-    if (!mf->v0) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
-    if (!k) return initial_velocities(mf, mf->v0);
+    double *v0 = mf->v0 = ch_ctx_alloc(ctx, (n + 1) * sizeof *mf->v0);
+    if (!v0) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+    if (!k) return initial_velocities(mf, v0);
     double *pt = NULL;
     double *g = malloc((k * n + 1) * sizeof *g), *h = malloc((k * n + 1) * sizeof *h);
     int *cols = malloc((k + 1) * sizeof *cols), *all = malloc((k + 1) * sizeof *all);
-    int rc = 0;
+    int rc = 0, solved = 0;
     if (!g || !h || !cols || !all) {
         rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
         goto out;
     }
-    if (initial_velocities(mf, mf->v0)) {
-        /* the tool's choice may be singular at the given values, where
-         * Newton cannot start: choose there, then solve */
-        for (size_t i = 0; i < n; i++) mf->v0[i] = m->qt0[i];
-        if (m->ndep || !(pt = ch_manifold_initial_point(mf)) || scaled_jacobian(mf, pt, g)
-            || pivot_columns(mf, g, NULL, all) < k) {
-            mf->v0 = NULL;
-            goto out;
+    solved = initial_velocities(mf, v0) == 0;
+    if (!solved) {
+        /* the given values (initial_velocities left them in v0) */
+        pt = ch_manifold_initial_point(mf);
+        if (!pt || scaled_jacobian(mf, pt, g)) goto out;
+        memcpy(h, g, k * n * sizeof *h);
+        /* the tool's choice may be singular there, where Newton cannot
+         * start: choose there, then solve */
+        if (!m->ndep && pivot_columns(mf, h, mf->is_dep, cols) < k
+            && (memcpy(h, g, k * n * sizeof *h), pivot_columns(mf, h, NULL, all)) == k) {
+            set_choice(mf, all);
+            solved = initial_velocities(mf, v0) == 0;
         }
-        set_choice(mf, all);
         free(pt);
         pt = NULL;
-        if (initial_velocities(mf, mf->v0)) {
-            mf->v0 = NULL;
-            goto out;
-        }
     }
     if (!(pt = ch_manifold_initial_point(mf))) {
         rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
@@ -1328,8 +1329,9 @@ static int initial_state(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         goto out;
     }
     set_choice(mf, all);
-    if (initial_velocities(mf, mf->v0)) mf->v0 = NULL;
+    solved = initial_velocities(mf, v0) == 0;
 out:
+    if (!solved) mf->v0 = NULL;
     free(pt);
     free(g);
     free(h);

@@ -8,6 +8,7 @@
  * dalpha/dq_j (the second term vanishes when alpha was substituted). */
 #include "reduce.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "../diff.h"
@@ -201,6 +202,95 @@ static int solve_alpha(reducer *s, const ch_expr **A)
     if (!r->alpha) return -1;
     int rc = ch_mat_solve_triangular(ctx, k, A, 1, rhs, r->alpha);
     return rc == 1 ? solve_at(s, k, A, 1, rhs, r->alpha) : rc;
+}
+
+/* Degree of e as a polynomial in the symbol u, read off its structure:
+ * sums, and products whose factors holding u have nonnegative integer
+ * exponents; -1 when u occurs elsewhere (inside a function, under a
+ * fractional or negative power, as an exponent), -2 on failure. Degrees
+ * above 64 count as not polynomial. memo: node id -> degree + 3. */
+static int poly_degree(const ch_expr *e, const ch_expr *u, ch_map *memo)
+{
+    if (!ch_has_sym(e, u)) return 0;
+    if (e->kind == CH_SYM) return 1;
+    if (e->kind != CH_ADD && e->kind != CH_MUL) return -1;
+    uintptr_t seen = (uintptr_t)ch_map_get(memo, e->id);
+    if (seen) return (int)seen - 3;
+    int deg = 0;
+    for (uint32_t i = 0; i < e->n && deg >= 0; i++) {
+        int d = poly_degree(e->pair[i].e, u, memo);
+        if (d < 0) {
+            deg = d;
+        } else if (e->kind == CH_ADD) {
+            if (d > deg) deg = d;
+        } else if (d > 0) {
+            const fmpq *c = e->pair[i].c;
+            if (!fmpz_is_one(fmpq_denref(c)) || fmpz_sgn(fmpq_numref(c)) < 0
+                || fmpz_cmp_si(fmpq_numref(c), 64) > 0)
+                deg = -1;
+            else
+                deg += d * (int)fmpz_get_si(fmpq_numref(c));
+        }
+        if (deg > 64) deg = -1;
+    }
+    if (ch_map_put(memo, e->id, (void *)(uintptr_t)(deg + 3))) return -2;
+    return deg;
+}
+
+/* One constraint quadratic in its dependent velocity u (poly_degree 2):
+ * alpha = -h + s sqrt(R), h = b/(2a), R = h^2 - c/a, on the branch s of
+ * the initial state: the root nearest the initial dependent velocity
+ * (mf->v0, the root Newton found from the `initial` value; a tie, both
+ * roots equally far, takes s = +1). Guards R > 0 and a^2 > 0 (where
+ * they are not numbers). 0, 1 when phi is not such a quadratic or a is
+ * 0 at the initial state (alpha stays implicit), -1 on failure. */
+static int solve_quadratic(reducer *s)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    const ch_manifold *mf = r->mf;
+    if (r->k != 1) return 1;
+    const ch_expr *phi = s->L->phi[0], *u = s->vdep[0];
+    ch_map memo;
+    ch_map_init(&memo);
+    int deg = poly_degree(phi, u, &memo);
+    ch_map_free(&memo);
+    if (deg == -2) return -1;
+    if (deg != 2) return 1;
+    const ch_expr *zero = ch_zero(ctx), *d1 = ch_diff(ctx, phi, u);
+    const ch_expr *c = ch_subst(ctx, phi, 1, &u, &zero);
+    const ch_expr *b = d1 ? ch_subst(ctx, d1, 1, &u, &zero) : NULL;
+    const ch_expr *a = d1 ? ch_div(ctx, ch_diff(ctx, d1, u), ch_num_si(ctx, 2)) : NULL;
+    if (!a || !b || !c) return -1;
+    if (ch_has_sym(a, u) || ch_has_sym(b, u) || ch_has_sym(c, u)) return 1;
+    const ch_expr *h = ch_div(ctx, b, ch_scale_si(ctx, 2, a));
+    const ch_expr *R = ch_sub(ctx, ch_mul(ctx, h, h), ch_div(ctx, c, a));
+    const ch_expr *sq = ch_sqrt(ctx, R);
+    if (!h || !R || !sq) return -1;
+    /* the branch at the initial state */
+    double *at = ch_manifold_initial_point(mf);
+    double av = at ? ch_eval_d(ctx, a, at) : NAN;
+    double hv = at ? ch_eval_d(ctx, h, at) : NAN, Rv = at ? ch_eval_d(ctx, R, at) : NAN;
+    free(at);
+    if (at && !(fabs(av) > 0 && isfinite(hv))) return 1; /* no closed form there */
+    int sign = 1;
+    if (at && Rv >= 0 && isfinite(Rv)) {
+        double target = mf->v0[mf->dep[0]];
+        double plus = -hv + sqrt(Rv), minus = -hv - sqrt(Rv);
+        sign = fabs(minus - target) < fabs(plus - target) ? -1 : 1;
+    }
+    r->alpha = arr(ctx, 1);
+    r->alpha_guard = arr(ctx, 2);
+    if (!r->alpha || !r->alpha_guard) return -1;
+    r->alpha[0] = ch_add(ctx, ch_neg(ctx, h), sign > 0 ? sq : ch_neg(ctx, sq));
+    if (!r->alpha[0]) return -1;
+    r->nguard = 0;
+    if (!ch_is_num(R)) r->alpha_guard[r->nguard++] = R;
+    if (!ch_is_num(a)) r->alpha_guard[r->nguard++] = ch_mul(ctx, a, a);
+    for (size_t i = 0; i < r->nguard; i++)
+        if (!r->alpha_guard[i]) return -1;
+    r->quadratic = 1;
+    return 0;
 }
 
 /* Derivatives of alpha: directly when explicit, else by implicit
@@ -439,7 +529,13 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
         if (rc < 0) goto fail;
         if (rc > 0) return singular_block(m, pos, err);
     }
-    r.explicit_alpha = k == 0 || linear;
+    int quadratic = 0;
+    if (k && !linear) {
+        int rc = solve_quadratic(&s);
+        if (rc < 0) goto fail;
+        quadratic = rc == 0;
+    }
+    r.explicit_alpha = k == 0 || linear || quadratic;
     if (!r.explicit_alpha) r.alpha = NULL;
     int rc = alpha_derivatives(&s, A);
     if (rc > 0) return singular_block(m, pos, err);
