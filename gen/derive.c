@@ -507,7 +507,8 @@ static int fill_reduced(ch_derivation *d)
         e->tidy = 1;
     } else {
         e->note = "no closed form (the constraints are not linear in the dependent "
-                  "velocities, nor one quadratic in its dependent velocity): "
+                  "velocities, nor quadratic in one of them once the linear ones "
+                  "are solved): "
                   "alpha is implicit, and the dependent velocity symbols in the "
                   "reduced quantities stand for alpha(t, q, q'_independent)";
     }

@@ -168,6 +168,27 @@ def check_fall(suite, exe, d):
                 "exit %d, y'(2) = %s" % (rc, rows[-1][yt] if rows else None))
 
 
+def check_car(suite, exe, d):
+    """Two dependent velocities, one constraint quadratic after the linear
+    one is solved; the exact heading and velocities."""
+    model = os.path.join(d, "car.nh")
+    rc, out, err = call(exe, ["derive", model, "--format", "json", "--only", "alpha"])
+    alpha = json.loads(out)["alpha"] if rc == 0 else None
+    suite.check(isinstance(alpha, dict) and sorted(alpha) == ["x_t", "y_t"],
+                "car alpha closed form", "%s %s" % (alpha, err.strip()[:160]))
+    agree(suite, exe, model, "car", ["reduced", "full", "hamilton"], 2.0, 1e-4, 1e-8)
+    rc, head, rows, err = run(exe, model, "reduced", 2.0, 1e-4, 500)
+    if suite.check(rc == 0 and rows, "car run", "exit %d %s" % (rc, err.strip()[:160])):
+        w = math.sqrt(2.0)
+        ph, xt, yt = head.index("phi"), head.index("x'"), head.index("y'")
+        worst = 0.0
+        for r in rows:
+            p = 0.3 * math.cos(w * r[0]) + 0.5 / w * math.sin(w * r[0])
+            worst = max(worst, abs(r[ph] - p), abs(r[xt] - math.cos(p)), abs(r[yt] - math.sin(p)))
+        suite.check(worst <= 1e-10, "car exact solution",
+                    "max |phi - phi(t)|, |(x', y') - v0 (cos phi, sin phi)| = %.3g" % worst)
+
+
 def check_pivot(suite, exe, d):
     """A pivot that is 0 at the initial state in the natural order."""
     model = os.path.join(d, "pivot.nh")
@@ -231,6 +252,7 @@ def main():
         check_speed(suite, exe, d)
         check_negative_branch(suite, exe, d, tmp)
         check_fall(suite, exe, d)
+        check_car(suite, exe, d)
         check_pivot(suite, exe, d)
         check_quartic(suite, exe, d)
         check_choice(suite, exe, d, tmp)

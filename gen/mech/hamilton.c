@@ -628,8 +628,9 @@ int ch_hamilton_derive(ch_ctx *ctx, const ch_reduced *r, ch_hamilton *out,
     } else if (implicit_blocks(&w))
         rc = unavailable(&w, "alpha (and with it L*) has no closed form in the "
                              "independent velocities (the constraints are not "
-                             "linear in the dependent velocities, nor one "
-                             "quadratic in its dependent velocity); H* "
+                             "linear in the dependent velocities, nor "
+                             "quadratic in one of them once the linear ones "
+                             "are solved); H* "
                              "cannot be written in (t, q, y) symbolically");
     else if (!h.quadratic)
         rc = unavailable(&w, "L* is not quadratic in the independent "

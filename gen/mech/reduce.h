@@ -2,8 +2,9 @@
  * seed 001 eq. 9–19).
  *
  * alpha is solved symbolically when the constraints are linear in the
- * dependent velocities (which covers `q' = expr`), or when there is one
- * constraint and it is quadratic in its dependent velocity u,
+ * dependent velocities (which covers `q' = expr`), or when one
+ * constraint is nonlinear in them and, the others (linear) solved for
+ * all dependent velocities but one, u, it is quadratic in u,
  * a u^2 + b u + c = 0 with a, b, c free of u: u = -h + s sqrt(h^2 - c/a),
  * h = b/(2a), the sign s that gives the model's initial dependent velocity
  * (the branch of the initial state; guarded, see alpha_guard); otherwise
