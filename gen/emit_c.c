@@ -512,6 +512,16 @@ static void kernel_leg(emitter *e)
     kernel(e, "leg", i, o);
 }
 
+/* kn_dep solves alpha by its closed form: an explicit alpha, except the
+ * root of a quadratic (a branch) in the full form, whose kn_dep only
+ * serves state_from and keeps the branch of the velocities given (Newton
+ * from them). */
+static int alpha_closed(const emitter *e)
+{
+    const ch_reduced *red = &e->d->red;
+    return red->explicit_alpha && !(e->form == CH_FORM_FULL && red->quadratic);
+}
+
 /* "v[d] = c;" for every dependent velocity d: the start of kn_dep's
  * Newton iteration for implicit alpha, the model's initial dependent
  * velocities (solved as ch_manifold_init did; the given values where it
@@ -521,7 +531,7 @@ static void kernel_leg(emitter *e)
 static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
 {
     const ch_manifold *mf = &e->d->mf;
-    if (e->d->red.explicit_alpha) return;
+    if (alpha_closed(e)) return;
     for (size_t nu = 0; nu < e->k; nu++) {
         int d = mf->dep[nu];
         ch_buf_printf(b, "%sv[%d] = ", indent, d);
@@ -625,7 +635,10 @@ static void fun_vel(emitter *e)
     const ch_manifold *mf = &e->d->mf;
     const ch_reduced *red = &e->d->red;
     size_t n = e->n, k = e->k;
-    if (k > 0 && red->explicit_alpha) {
+    /* Newton's roots checked against the initial state's branch (not in
+     * the full form, which has no chart to keep) */
+    int branch = k > 0 && !alpha_closed(e) && mf->dep_sign && e->form != CH_FORM_FULL;
+    if (k > 0 && alpha_closed(e)) {
         /* alpha, then its guards (a closed form valid on one branch) */
         const ch_expr **o = earr(e, k + red->nguard);
         if (!o) return;
@@ -642,12 +655,24 @@ static void fun_vel(emitter *e)
         e->eta_ops = e->last;
     }
     if (e->failed) return;
+    if (k > 0 && branch)
+        ch_buf_printf(b, "/* 0 when the LU factors (w, piv) of the dependent block have the\n"
+                         " * sign of its determinant at the model's initial state (%+d): the\n"
+                         " * root is on the initial state's branch; 1 otherwise. */\n"
+                         "static int kn_branch(const double *w, const int *piv)\n{\n"
+                         "    int i, sign = 1;\n"
+                         "    for (i = 0; i < %zu; i++) {\n"
+                         "        if (w[i * %zu] < 0.0) sign = -sign;\n"
+                         "        if (piv[i] != i) sign = -sign;\n"
+                         "    }\n"
+                         "    return sign == %d ? 0 : 1;\n}\n\n",
+                      mf->dep_sign, k, k + 1, mf->dep_sign);
     ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
                   " * the constraint block is singular or Newton does not converge. */\n"
                   "static int kn_dep(double t, const double *x, const double *p, double *v)\n{\n");
     if (k == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
-    } else if (red->explicit_alpha) {
+    } else if (alpha_closed(e)) {
         ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k + red->nguard);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
@@ -663,7 +688,11 @@ static void fun_vel(emitter *e)
          * dependent block of G, from the entries already in v. The step
          * is halved until |phi| decreases: a full step from a poor start
          * can overshoot by orders of magnitude (exp(z' - a) - 1 from 0
-         * jumps to e^a). */
+         * jumps to e^a). A root is accepted when the block's determinant
+         * (from the LU factors of the last step) has the sign it has at
+         * the initial state (kn_branch), so Newton never lands silently
+         * on another branch of the roots across a fold. */
+        const char *done = branch ? "kn_branch(w, piv)" : "0";
         ch_buf_printf(b, "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, lam, step, size;\n"
                          "    int piv[%zu], it, i;\n"
                          "    for (it = 0; it < 100; it++) {\n"
@@ -689,16 +718,16 @@ static void fun_vel(emitter *e)
         ch_buf_put(b, "                size = 1.0;\n");
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "                size += fabs(s[%zu]);\n", nu);
-        ch_buf_put(b, "                return r0 <= 1e-12 * size ? 0 : 1;\n"
-                      "            }\n"
-                      "        }\n"
-                      "        for (step = 0.0, size = 1.0, i = 0; i < ");
+        ch_buf_printf(b, "                return r0 <= 1e-12 * size ? %s : 1;\n"
+                         "            }\n"
+                         "        }\n"
+                         "        for (step = 0.0, size = 1.0, i = 0; i < ", done);
         ch_buf_printf(b, "%zu; i++) {\n"
                          "            step += fabs(lam * d[i]);\n"
                          "            size += fabs(s[i]);\n"
                          "        }\n"
-                         "        if (step <= 1e-13 * size) return 0;\n"
-                         "    }\n    return 1;\n}\n\n", k);
+                         "        if (step <= 1e-13 * size) return %s;\n"
+                         "    }\n    return 1;\n}\n\n", k, done);
     }
     if (e->ham_numeric) fun_legendre(e);
     ch_buf_put(b, "/* All n velocities of the state x. */\n"
@@ -2280,7 +2309,7 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (need_dyn) kernel_dyn(&e);
     kernel_facc(&e); /* the full form's rhs and every form's multipliers */
     fun_vel(&e);
-    if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
+    if (form == CH_FORM_FULL && e.k > 0 && alpha_closed(&e)) kernel_con(&e);
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
     if (e.ham_numeric) kernel_hyt(&e);
     else if (form == CH_FORM_HAMILTON) kernel_ham(&e);

@@ -215,6 +215,16 @@ def check_quartic(suite, exe, d):
         y0 = math.sqrt((-1 + math.sqrt(1 + 4 * 0.64)) / 2)
         suite.check(res <= 1e-12 and abs(rows[0][yt] - y0) < 1e-12, "quartic constraint",
                     "y'(0) = %.17g (exact %.17g), max residual %.3g" % (rows[0][yt], y0, res))
+    # a state on the other branch (y' < 0, where the block's determinant
+    # 4 y'^3 + 2 y' has the other sign): the reduced form, whose Newton
+    # starts at the initial y' > 0, refuses it instead of jumping back to
+    # y' > 0; the full form follows it
+    rc, head, rows, err = run(exe, model, "reduced", 0.01, 1e-3, 1, "--init", "y'=-0.5")
+    suite.check(rc == 3 and "t = 0 " in err and len(rows) == 0, "quartic other branch refused",
+                "exit %d, %d rows, %s" % (rc, len(rows), err.strip()[:200]))
+    rc, head, rows, err = run(exe, model, "full", 0.01, 1e-3, 1, "--init", "y'=-0.5")
+    suite.check(rc == 0 and rows and max(r[head.index("y'")] for r in rows) < -0.66,
+                "quartic other branch full form", "exit %d %s" % (rc, err.strip()[:120]))
 
 
 def check_choice(suite, exe, d, tmp):

@@ -457,15 +457,18 @@ static void tri_inverse(arb_mat_t Y, const arb_mat_t Jp, slong k, slong wp)
     arb_mat_get_mid(Y, Y);
 }
 
-/* Solves the k x k system a x = b in place (partial pivoting); -1 when
- * singular or not finite. */
-static int lin_solve_d(double *a, double *b, size_t k)
+/* Solves the k x k system a x = b in place (partial pivoting; a is left
+ * holding U in its upper triangle); -1 when singular or not finite. sign,
+ * when not NULL, gets the sign of the determinant. */
+static int lin_solve_d(double *a, double *b, size_t k, int *sign)
 {
+    if (sign) *sign = 1;
     for (size_t c = 0; c < k; c++) {
         size_t p = c;
         for (size_t r = c + 1; r < k; r++)
             if (fabs(a[r * k + c]) > fabs(a[p * k + c])) p = r;
         if (!(fabs(a[p * k + c]) > 0) || !isfinite(a[p * k + c])) return -1;
+        if (sign) *sign *= (p != c ? -1 : 1) * (a[p * k + c] < 0 ? -1 : 1);
         if (p != c) {
             for (size_t j = 0; j < k; j++) {
                 double t = a[c * k + j];
@@ -537,7 +540,7 @@ static int newton_d(dsolver *s)
             s->step[a] = s->fv[a];
             if (fabs(s->d[s->sid[a]]) > vmax) vmax = fabs(s->d[s->sid[a]]);
         }
-        if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k))
+        if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k, NULL))
             return -1;
         for (size_t a = 0; a < k; a++)
             if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
@@ -1233,6 +1236,30 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* mf->dep_sign at the point pt: LU with partial pivoting of the
+ * dependent block there; 0 when a pivot is below 1e-12 of the largest
+ * entry, or not finite, or out of memory. */
+static int block_sign(const ch_manifold *mf, const double *pt)
+{
+    size_t k = mf->k, n = mf->n;
+    const ch_expr **blk = malloc((k * k + 1) * sizeof *blk);
+    double *a = malloc((k * k + 1) * sizeof *a), *b = calloc(k + 1, sizeof *b), amax = 0;
+    int sign = 0;
+    if (!blk || !a || !b) goto out;
+    for (size_t r = 0; r < k; r++)
+        for (size_t c = 0; c < k; c++) blk[r * k + c] = mf->lag->G[r * n + mf->dep[c]];
+    ch_eval_d_many(mf->ctx, k * k, blk, pt, a);
+    for (size_t i = 0; i < k * k; i++) amax = fmax(amax, fabs(a[i]));
+    if (lin_solve_d(a, b, k, &sign)) sign = 0;
+    for (size_t c = 0; c < k; c++) /* U's diagonal */
+        if (!(fabs(a[c * k + c]) > 1e-12 * amax)) sign = 0;
+out:
+    free(blk);
+    free(a);
+    free(b);
+    return sign;
+}
+
 /* The tool's choice: the k columns cols (sorted in place), in declared
  * order. */
 static void set_choice(ch_manifold *mf, int *cols)
@@ -1332,6 +1359,8 @@ static int initial_state(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
     solved = initial_velocities(mf, v0) == 0;
 out:
     if (!solved) mf->v0 = NULL;
+    if (!rc && solved && (pt || (pt = ch_manifold_initial_point(mf))))
+        mf->dep_sign = block_sign(mf, pt);
     free(pt);
     free(g);
     free(h);

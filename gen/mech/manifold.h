@@ -37,6 +37,13 @@ typedef struct ch_manifold {
      * (ch_manifold_init), and symbolic solves pick pivots that do not
      * vanish there (ch_manifold_initial_point). */
     double *v0;
+    /* The sign of the determinant of the dependent block of G (rows in
+     * constraint order, columns in dep order) at the initial state, +1 or
+     * -1; 0 when unknown (no v0, or the block singular there). Along a
+     * motion on the initial state's branch of the roots the block stays
+     * regular, so the sign stays: a root with the other sign is on
+     * another branch (y' < 0 of x'^2 + y'^2 = v0^2 started at y' > 0). */
+    int dep_sign;
 } ch_manifold;
 
 /* Takes the `dependent` statement (checking that its block of G is not
