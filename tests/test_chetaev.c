@@ -149,6 +149,25 @@ static void test_choice(void)
                   "constraint -sin(th)*x' + cos(th)*y' - a*th' = 0\n",
                   "sleigh.nh", 1, th, 1);
     expect_choice(KNIFE_UNDAMPED, "knife.nh", 1, y, 1);
+    /* ... unless y' is singular at the initial state (heading north):
+     * the column-pivoted choice there */
+    static const int x[] = {0};
+    expect_choice(KNIFE_UNDAMPED "initial phi=pi/2 y'=1\n", "knife_north.nh", 1, x, 1);
+    /* k = 2: y' and z' (the last declared nonzero, no numeric
+     * coefficients) are the preferred pair, singular at th = 0 */
+    static const int xz[] = {0, 2};
+    expect_choice("coordinates x y z th\n"
+                  "lagrangian (x'^2 + y'^2 + z'^2 + th'^2)/2\n"
+                  "constraint cos(th)*x' + sin(th)*y' = 0\n"
+                  "constraint cos(th)*z' - sin(th)*x' = 0\n"
+                  "initial th=0 y'=1 th'=1\n",
+                  "block.nh", 2, xz, 1);
+    expect_choice("coordinates x y z th\n"
+                  "lagrangian (x'^2 + y'^2 + z'^2 + th'^2)/2\n"
+                  "constraint cos(th)*x' + sin(th)*y' = 0\n"
+                  "constraint cos(th)*z' - sin(th)*x' = 0\n"
+                  "initial th=1 y'=1 th'=1\n",
+                  "block1.nh", 2, yz, 1);
     expect_choice(GRAVITY_XYZ("exp(z' - c*sqrt(x'^2 + y'^2)) - 1 = 0"),
                   "expc.nh", 1, z, 1);
     /* after elimination: x' has the numeric coefficient 1 in the second

@@ -300,8 +300,8 @@ static int decide_affine(ch_ctx *ctx, const ch_lagrange *L, ch_manifold *mf)
     return 0;
 }
 
-static int initial_state(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                         ch_manifold *mf, ch_error *err);
+static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
+                         ch_error *err);
 
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                      ch_manifold *out, ch_error *err)
@@ -328,7 +328,7 @@ int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                          : choose_dependent(ctx, m, L, &mf, err);
         if (rc) return rc;
     }
-    int rc = initial_state(ctx, m, L, &mf, err);
+    int rc = initial_state(ctx, m, &mf, err);
     if (rc) return rc;
     for (size_t i = 0, r = 0; i < mf.n; i++)
         if (!mf.is_dep[i]) mf.indep[r++] = (int)i;
@@ -1129,29 +1129,24 @@ static int initial_velocities(const ch_manifold *mf, double *v0)
     s.tri = k >= 2 && find_triangular(&s);
     /* given values on the constraints are kept (Newton would fail where
      * the block is singular, and that is for the caller to judge) */
-    ch_manifold tmp0 = *mf;
-    tmp0.v0 = v0;
-    double *p0 = ch_manifold_initial_point(&tmp0), vmax = 0;
-    if (!p0) goto out;
-    memcpy(s.d, p0, s.ns * sizeof *s.d);
-    free(p0);
+    ch_manifold tmp = *mf;
+    tmp.v0 = v0;
+    double *base = ch_manifold_initial_point(&tmp), vmax = 0;
+    if (!base) goto out;
+    memcpy(s.d, base, s.ns * sizeof *s.d);
     for (size_t i = 0; i < mf->n; i++) vmax = fmax(vmax, fabs(v0[i]));
     if (dphi_norm(&s) <= 1e-13 * (1 + vmax * vmax)) rc = 0;
     for (int st = 0; st < INITIAL_STARTS && rc; st++) {
-        double *pt = NULL;
-        ch_manifold tmp = *mf;
-        tmp.v0 = v0;
-        if (!(pt = ch_manifold_initial_point(&tmp))) goto out;
+        memcpy(s.d, base, s.ns * sizeof *s.d);
         for (size_t a = 0; a < k; a++) {
             double g = m->qt0[mf->dep[a]];
-            pt[s.sid[a]] = g + shift[st] * (1 + fabs(g));
+            s.d[s.sid[a]] = g + shift[st] * (1 + fabs(g));
         }
-        memcpy(s.d, pt, s.ns * sizeof *s.d);
-        free(pt);
         if (newton_d(&s)) continue;
         for (size_t a = 0; a < k; a++) v0[mf->dep[a]] = s.d[s.sid[a]];
         rc = 0;
     }
+    free(base);
 out:
     dsolver_free(&s);
     return rc;
@@ -1308,10 +1303,9 @@ static int singular_at_initial(const ch_manifold *mf, size_t rank, const int *re
  * made at the given values (G of linear constraints does not depend on
  * the velocities) and mf->v0 is NULL; no check when G is not finite there
  * (the run then fails at t = 0 and says so). */
-static int initial_state(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                         ch_manifold *mf, ch_error *err)
+static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
+                         ch_error *err)
 {
-    (void)L;
     size_t k = mf->k, n = mf->n;
     double *v0 = mf->v0 = ch_ctx_alloc(ctx, (n + 1) * sizeof *mf->v0);
     if (!v0) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
