@@ -250,6 +250,26 @@ def check_choice(suite, exe, d, tmp):
                     "singular dependent %s" % cmd[0], "exit %d, %s" % (rc, err.strip()))
 
 
+def check_strict_c(suite, exe, d, tmp):
+    """The emitted code of these models (guards, kn_branch) compiles with
+    gcc -std=c99 -pedantic -Wall -Wextra -Werror."""
+    bad = []
+    for f in sorted(os.listdir(d)):
+        for form in ("full", "reduced", "hamilton"):
+            out = os.path.join(tmp, "c_" + f[:-3] + "_" + form)
+            rc, _, err = call(exe, ["emit", os.path.join(d, f), "--form", form, "-o", out])
+            if rc:
+                continue  # no hamilton form for a degenerate Legendre map
+            for c in sorted(os.listdir(out)):
+                if c.endswith(".c"):
+                    p = subprocess.run(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra",
+                                        "-Werror", "-c", os.path.join(out, c), "-o", os.devnull],
+                                       capture_output=True, text=True)
+                    if p.returncode:
+                        bad.append("%s: %s" % (c, p.stderr.strip()[:200]))
+    suite.check(not bad, "strict C", "; ".join(bad) or "gcc -std=c99 -pedantic -Werror")
+
+
 def main():
     if len(sys.argv) != 3:
         print("usage: branch.py CHETAEV SRCDIR", file=sys.stderr)
@@ -266,6 +286,7 @@ def main():
         check_pivot(suite, exe, d)
         check_quartic(suite, exe, d)
         check_choice(suite, exe, d, tmp)
+        check_strict_c(suite, exe, d, tmp)
     print("branch: %d passed, %d failed" % (suite.passed, suite.failed))
     return 1 if suite.failed else 0
 
