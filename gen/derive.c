@@ -505,8 +505,14 @@ static int fill_reduced(ch_derivation *d)
         e->e = r->alpha;
         e->row_labels = dq;
         e->tidy = 1;
+        if (r->quadratic)
+            e->note = "a root of a quadratic, on the branch of the initial state "
+                      "(the root nearest its dependent velocity); the emitted code "
+                      "fails where the radicand or the leading coefficient reaches 0";
     } else {
-        e->note = "the constraints are not linear in the dependent velocities: "
+        e->note = "no closed form (the constraints are not linear in the dependent "
+                  "velocities, nor quadratic in one of them once the linear ones "
+                  "are solved): "
                   "alpha is implicit, and the dependent velocity symbols in the "
                   "reduced quantities stand for alpha(t, q, q'_independent)";
     }

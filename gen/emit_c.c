@@ -512,6 +512,34 @@ static void kernel_leg(emitter *e)
     kernel(e, "leg", i, o);
 }
 
+/* kn_dep solves alpha by its closed form: an explicit alpha, except the
+ * root of a quadratic (a branch) in the full form, whose kn_dep only
+ * serves state_from and keeps the branch of the velocities given (Newton
+ * from them). */
+static int alpha_closed(const emitter *e)
+{
+    const ch_reduced *red = &e->d->red;
+    return red->explicit_alpha && !(e->form == CH_FORM_FULL && red->quadratic);
+}
+
+/* "v[d] = c;" for every dependent velocity d: the start of kn_dep's
+ * Newton iteration for implicit alpha, the model's initial dependent
+ * velocities (solved as ch_manifold_init did; the given values where it
+ * found no solution), never 0: x'^2 + y'^2 = v0^2 has dphi/dy' = 0 at
+ * y' = 0, and the branch of the root is the one the initial state is on.
+ * indent: the statement's leading spaces. */
+static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
+{
+    const ch_manifold *mf = &e->d->mf;
+    if (alpha_closed(e)) return;
+    for (size_t nu = 0; nu < e->k; nu++) {
+        int d = mf->dep[nu];
+        ch_buf_printf(b, "%sv[%d] = ", indent, d);
+        put_double(b, mf->v0 ? mf->v0[d] : e->m->qt0[d]);
+        ch_buf_put(b, ";\n");
+    }
+}
+
 /* The numeric inverse of the Legendre map (THEORY §5 when H* has no
  * closed form): kn_res evaluates y*(v) - y and K at the independent
  * velocities in v (the dependent ones follow the constraints); kn_inv
@@ -553,6 +581,7 @@ static void fun_legendre(emitter *e)
                   mi + mi * mi, mi * mi + 1, mi, n,
                   e->d->ham.quadratic ? "" : "    double lam, step, size;\n",
                   mi + 1, mi, n, n);
+    put_newton_start(e, b, "        ");
     for (size_t r = 0; r < mi; r++)
         ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n",
                       mf->indep[r], n + r);
@@ -599,15 +628,23 @@ static void fun_legendre(emitter *e)
 
 /* static int kn_vel(t, x, p, v): all n velocities from the state, the
  * dependent ones solving the constraints (v's dependent entries are the
- * Newton start for implicit alpha). */
+ * Newton start for implicit alpha: put_newton_start). */
 static void fun_vel(emitter *e)
 {
     ch_buf *b = &e->kern;
     const ch_manifold *mf = &e->d->mf;
     const ch_reduced *red = &e->d->red;
     size_t n = e->n, k = e->k;
-    if (k > 0 && red->explicit_alpha) {
-        kernel(e, "alpha", k, red->alpha);
+    /* Newton's roots checked against the initial state's branch (not in
+     * the full form, which has no chart to keep) */
+    int branch = k > 0 && !alpha_closed(e) && mf->dep_sign && e->form != CH_FORM_FULL;
+    if (k > 0 && alpha_closed(e)) {
+        /* alpha, then its guards (a closed form valid on one branch) */
+        const ch_expr **o = earr(e, k + red->nguard);
+        if (!o) return;
+        for (size_t nu = 0; nu < k; nu++) o[nu] = red->alpha[nu];
+        for (size_t g = 0; g < red->nguard; g++) o[k + g] = red->alpha_guard[g];
+        kernel(e, "alpha", k + red->nguard, o);
         e->alpha_ops = e->last;
     } else if (k > 0) {
         kernel_con(e);
@@ -618,22 +655,44 @@ static void fun_vel(emitter *e)
         e->eta_ops = e->last;
     }
     if (e->failed) return;
+    if (k > 0 && branch)
+        ch_buf_printf(b, "/* 0 when the LU factors (w, piv) of the dependent block have the\n"
+                         " * sign of its determinant at the model's initial state (%+d): the\n"
+                         " * root is on the initial state's branch; 1 otherwise. */\n"
+                         "static int kn_branch(const double *w, const int *piv)\n{\n"
+                         "    int i, sign = 1;\n"
+                         "    for (i = 0; i < %zu; i++) {\n"
+                         "        if (w[i * %zu] < 0.0) sign = -sign;\n"
+                         "        if (piv[i] != i) sign = -sign;\n"
+                         "    }\n"
+                         "    return sign == %d ? 0 : 1;\n}\n\n",
+                      mf->dep_sign, k, k + 1, mf->dep_sign);
     ch_buf_put(b, "/* Dependent velocities from the independent ones: 0, or 1 when\n"
                   " * the constraint block is singular or Newton does not converge. */\n"
                   "static int kn_dep(double t, const double *x, const double *p, double *v)\n{\n");
     if (k == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
-    } else if (red->explicit_alpha) {
-        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k);
+    } else if (alpha_closed(e)) {
+        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k + red->nguard);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
+        if (red->nguard) /* the branch of the initial state is lost there */
+            ch_buf_put(b, "    /* the root of the initial state's branch: lost where a guard\n"
+                          "     * (the radicand, the leading coefficient squared) is not\n"
+                          "     * positive */\n");
+        for (size_t g = 0; g < red->nguard; g++)
+            ch_buf_printf(b, "    if (!(a[%zu] > 0.0)) return 1;\n", k + g);
         ch_buf_put(b, "    return 0;\n}\n\n");
     } else {
         /* Implicit alpha: damped Newton on phi(v_dep) = 0 with the
          * dependent block of G, from the entries already in v. The step
          * is halved until |phi| decreases: a full step from a poor start
          * can overshoot by orders of magnitude (exp(z' - a) - 1 from 0
-         * jumps to e^a). */
+         * jumps to e^a). A root is accepted when the block's determinant
+         * (from the LU factors of the last step) has the sign it has at
+         * the initial state (kn_branch), so Newton never lands silently
+         * on another branch of the roots across a fold. */
+        const char *done = branch ? "kn_branch(w, piv)" : "0";
         ch_buf_printf(b, "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, lam, step, size;\n"
                          "    int piv[%zu], it, i;\n"
                          "    for (it = 0; it < 100; it++) {\n"
@@ -659,16 +718,16 @@ static void fun_vel(emitter *e)
         ch_buf_put(b, "                size = 1.0;\n");
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "                size += fabs(s[%zu]);\n", nu);
-        ch_buf_put(b, "                return r0 <= 1e-12 * size ? 0 : 1;\n"
-                      "            }\n"
-                      "        }\n"
-                      "        for (step = 0.0, size = 1.0, i = 0; i < ");
+        ch_buf_printf(b, "                return r0 <= 1e-12 * size ? %s : 1;\n"
+                         "            }\n"
+                         "        }\n"
+                         "        for (step = 0.0, size = 1.0, i = 0; i < ", done);
         ch_buf_printf(b, "%zu; i++) {\n"
                          "            step += fabs(lam * d[i]);\n"
                          "            size += fabs(s[i]);\n"
                          "        }\n"
-                         "        if (step <= 1e-13 * size) return 0;\n"
-                         "    }\n    return 1;\n}\n\n", k);
+                         "        if (step <= 1e-13 * size) return %s;\n"
+                         "    }\n    return 1;\n}\n\n", k, done);
     }
     if (e->ham_numeric) fun_legendre(e);
     ch_buf_put(b, "/* All n velocities of the state x. */\n"
@@ -684,6 +743,7 @@ static void fun_vel(emitter *e)
         return;
     }
     ch_buf_printf(b, "    int i;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
+    put_newton_start(e, b, "    ");
     if (e->form == CH_FORM_HAMILTON) {
         ch_buf_printf(b, "    {\n        double eta[%zu];\n        kn_eta(t, x, p, v, eta);\n", e->mi);
         for (size_t r = 0; r < e->mi; r++)
@@ -1321,7 +1381,8 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
 {
     const ch_reduced *red = &e->d->red;
     size_t k = e->k, nd = e->ndyn;
-    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     *fused = 0, *val = 0;
     if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
     if (other > 0.0) {
@@ -1398,7 +1459,8 @@ static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *f
     if (kernel_build(e, no, *outs, prog, 1)) return -1; /* the hamilton form's too */
     *pruned = other > 0.0 && opcount_total(&prog->after) > SYM_FACTOR_GAIN * other;
     if (*pruned) return 0;
-    int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && k > 0 && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     double alpha_cost = with_alpha ? call_cost(&e->alpha_ops) : 0.0;
     double best = call_cost(&prog->after) + alpha_cost;
     const ch_expr **all = earr(e, no + k), **vdep = vdep_syms(e);
@@ -1589,7 +1651,8 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
     const ch_expr **bd = earr(e, k * m + 1), **u = earr(e, m);
     if (!o || !all || !vdep || !bd || !u) return -1;
     for (size_t c = 0; c < m; c++) u[c] = e->m->qt[e->d->mf.indep[c]];
-    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha;
+    int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
+                     && !red->nguard;
     /* alpha in the program where it can be (factoring adds no symbol):
      * programs without were never the cheapest on the n-trailer, and each
      * candidate is a large CSE build on the way to the first rhs call */
@@ -2246,7 +2309,7 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (need_dyn) kernel_dyn(&e);
     kernel_facc(&e); /* the full form's rhs and every form's multipliers */
     fun_vel(&e);
-    if (form == CH_FORM_FULL && e.k > 0 && d->red.explicit_alpha) kernel_con(&e);
+    if (form == CH_FORM_FULL && e.k > 0 && alpha_closed(&e)) kernel_con(&e);
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
     if (e.ham_numeric) kernel_hyt(&e);
     else if (form == CH_FORM_HAMILTON) kernel_ham(&e);

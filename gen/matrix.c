@@ -164,14 +164,69 @@ static const ch_expr *bareiss(ch_ctx *ctx, const ch_expr *a, const ch_expr *d,
     return s ? s : q;
 }
 
+/* The pivot row of column p among rows p..k-1 of the values a (k x k,
+ * Bareiss-eliminated like T) at the caller's point: the largest |a[i][p]|
+ * relative to the largest |a[i][j]|, j >= p, among the rows whose entry
+ * is nonzero at generic points (ok[i]); k when every candidate is 0 or
+ * not finite there. */
+static size_t pivot_at(const double *a, size_t k, size_t p, const char *ok)
+{
+    size_t best = k;
+    double bv = 0;
+    for (size_t i = p; i < k; i++) {
+        double row = 0, v = fabs(a[i * k + p]);
+        for (size_t j = p; j < k; j++)
+            if (fabs(a[i * k + j]) > row) row = fabs(a[i * k + j]);
+        if (!ok[i] || !isfinite(row) || !(row > 0)) continue;
+        if (v / row > bv * (1 + 1e-12)) {
+            bv = v / row;
+            best = i;
+        }
+    }
+    return bv > 1e-12 ? best : k;
+}
+
+/* Rows p and q of the values a and the flags ok swapped. */
+static void swap_rows_d(double *a, char *ok, size_t k, size_t p, size_t q)
+{
+    for (size_t j = 0; j < k; j++) {
+        double t = a[p * k + j];
+        a[p * k + j] = a[q * k + j];
+        a[q * k + j] = t;
+    }
+    char t = ok[p];
+    ok[p] = ok[q];
+    ok[q] = t;
+}
+
+/* The Bareiss step of the values: rows below p, exactly as on T. */
+static void bareiss_d(double *a, size_t k, size_t p, double prev)
+{
+    for (size_t i = p + 1; i < k; i++) {
+        for (size_t j = p + 1; j < k; j++)
+            a[i * k + j] = (a[p * k + p] * a[i * k + j] - a[i * k + p] * a[p * k + j]) / prev;
+        a[i * k + p] = 0;
+    }
+}
+
 int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
                  const ch_expr *const *B, const ch_expr **X)
+{
+    return ch_mat_solve_at(ctx, k, A, nrhs, B, X, NULL);
+}
+
+int ch_mat_solve_at(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
+                    const ch_expr *const *B, const ch_expr **X, const double *at)
 {
     size_t w = k + nrhs; /* augmented width */
     const ch_expr **T = malloc((k * w + 1) * sizeof *T);
     double *pts[2] = {generic_point(ctx, 0), generic_point(ctx, 1)};
+    /* A's values at `at`, eliminated along with T */
+    double *av = at ? malloc((k * k + 1) * sizeof *av) : NULL;
+    char *ok = at ? malloc(k + 1) : NULL;
+    double prev_d = 1;
     int rc = -1;
-    if (!T || !pts[0] || !pts[1]) {
+    if (!T || !pts[0] || !pts[1] || (at && (!av || !ok))) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         goto out;
     }
@@ -179,19 +234,32 @@ int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
         for (size_t j = 0; j < k; j++) T[i * w + j] = A[i * k + j];
         for (size_t j = 0; j < nrhs; j++) T[i * w + k + j] = B[i * nrhs + j];
     }
+    if (av) ch_eval_d_many(ctx, k * k, A, at, av);
     const ch_expr *prev = ch_one(ctx);
     for (size_t p = 0; p < k; p++) {
         size_t piv = k;
-        for (size_t i = p; i < k && piv == k; i++)
-            if (generically_nonzero(ctx, T[i * w + p], pts)) piv = i;
+        for (size_t i = p; i < k; i++) {
+            int nz = generically_nonzero(ctx, T[i * w + p], pts);
+            if (ok) ok[i] = (char)nz;
+            if (nz && piv == k) piv = i;
+        }
         if (piv == k) {
             rc = 1;
             goto out;
+        }
+        if (av) {
+            size_t best = pivot_at(av, k, p, ok);
+            if (best < k) piv = best;
+            if (piv != p) swap_rows_d(av, ok, k, p, piv);
         }
         for (size_t j = 0; j < w && piv != p; j++) {
             const ch_expr *t = T[p * w + j];
             T[p * w + j] = T[piv * w + j];
             T[piv * w + j] = t;
+        }
+        if (av) {
+            bareiss_d(av, k, p, prev_d);
+            prev_d = av[p * k + p];
         }
         for (size_t i = p + 1; i < k; i++) {
             const ch_expr *lead = T[i * w + p];
@@ -222,6 +290,8 @@ out:
     free(T);
     free(pts[0]);
     free(pts[1]);
+    free(av);
+    free(ok);
     return rc;
 }
 

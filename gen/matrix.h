@@ -36,6 +36,17 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
 int ch_mat_solve(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
                  const ch_expr *const *B, const ch_expr **X);
 
+/* ch_mat_solve whose pivots are also nonzero at the point `at` (symbol
+ * values, ch_ctx_nsyms entries; NULL: generic points only), e.g. a
+ * model's initial state: at each step the candidate largest in magnitude
+ * there relative to the largest entry of its row (values of the
+ * eliminated matrix at `at`, carried along numerically) is taken, so no
+ * entry of X divides by an expression that vanishes at `at` when A is
+ * regular there. Where A is singular at `at` or its values there are not
+ * finite, the first row nonzero at generic points, as ch_mat_solve. */
+int ch_mat_solve_at(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
+                    const ch_expr *const *B, const ch_expr **X, const double *at);
+
 /* Solves A X = B (shapes as in ch_mat_solve) when A is triangular up to a
  * permutation of rows and columns: repeatedly a row with one unknown left
  * gives that unknown by substitution of the known ones. O(k^2) nodes per

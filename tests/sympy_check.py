@@ -18,7 +18,10 @@ never compared: chetaev may legitimately print a different but equal form.
   (KKT system of THEORY §2) at points of true motions.
 - dependent/independent: the `dependent` statement, else chetaev's choice
   when its Jacobian block is regular.
-- alpha, L*, E* (and the identity E* = E|alpha + (alpha_bar - alpha) p*),
+- alpha (also the root of a constraint quadratic in one dependent
+  velocity once the linear ones are solved, on the branch of the initial
+  state), L*, E* (and the identity
+  E* = E|alpha + (alpha_bar - alpha) p*),
   alpha_bar, M* = D^T M D, the reduced equations (THEORY §4 in the L* form,
   and as the projection E_r + dalpha/dq_t_r E_dep - Q*), y*: at random
   points of the constraint manifold with random q_tt_r. For an implicit
@@ -129,6 +132,31 @@ constraint x'^2 + y'^2 +
     1))
 force z = asin(x/4) + acos(y/4)*sinh(z') - atan(x*y)
 dependent z'
+""",
+    "inline_quadratic.nh": """\
+# A constraint quadratic in its dependent velocity, a, b and c all
+# varying: alpha is the root on the branch of the initial state, here the
+# negative one, y' = -(1 + sqrt(41))/5 (the other root is (sqrt(41) - 1)/5).
+model inline_quadratic
+coordinates x y
+parameters m=1 k=2 v0=3/2
+lagrangian m/2*(x'^2 + y'^2) - k/2*x^2 + x*y'
+constraint (1 + x^2)*y'^2 + x'*y' + x'^2 = v0^2
+dependent y'
+initial x=1/2 x'=1/2 y'=-(1 + sqrt(41))/5
+""",
+    "inline_quadratic_car.nh": """\
+# A car at constant speed: the knife edge (linear) and x'^2 + y'^2 = v0^2
+# (nonlinear); the linear one gives y' = tan(phi) x', and the speed
+# constraint is then quadratic in x', on the initial state's branch x' < 0.
+model inline_quadratic_car
+coordinates x y phi
+parameters m=1 J=1/2 v0=1 k=1
+lagrangian m/2*(x'^2 + y'^2) + J/2*phi'^2 - k/2*phi^2 + x*y'
+constraint sin(phi)*x' - cos(phi)*y' = 0
+constraint x'^2 + y'^2 = v0^2
+dependent x' y'
+initial phi=3/10 phi'=1/2 x'=-cos(3/10) y'=-sin(3/10)
 """,
     "inline_reduced_lin.nh": """\
 # Reduced and Hamiltonian forms with k = 2 chosen by the tool: affine,
@@ -534,8 +562,12 @@ class ReducedRef:
         phis = model.constraints
         G = ref.get("constraint_jacobian", [])
         self.explicit = self._linear_in_dep(phis, points)
-        if self.explicit:
-            if k:
+        root = None if self.explicit else self._quadratic_root(phis)
+        if self.explicit or root is not None:
+            if root is not None:
+                self.explicit = True
+                self.alpha = root
+            elif k:
                 Amat, b = sp.linear_eq_to_matrix(phis, self.z)
                 sol = Amat.LUsolve(b)
                 self.alpha = [sol[nu] for nu in range(k)]
@@ -562,6 +594,64 @@ class ReducedRef:
         for nu, j in enumerate(self.dep):
             self.qdot[j] = self.alpha_e[nu]
         self._derive(ref)
+
+    def _quadratic_root(self, phis):
+        """alpha in closed form when one constraint is nonlinear in the
+        dependent velocities and the others are linear: for the first
+        dependent velocity u (in order) for which it works, the linear
+        constraints solved for the others as w(u), the nonlinear one
+        a u^2 + b u + c = 0 (a polynomial, a, b, c free of u, a nonzero
+        at the initial state): u = -h + s sqrt(h^2 - c/a), h = b/(2a), on
+        the branch of the initial state, the root nearest the model's
+        initial value of u (`initial`, else 0; a tie takes s = +1),
+        evaluated at t = 0, the `initial` coordinates and independent
+        velocities, parameters at their defaults; then w(u). None when
+        there is no such closed form."""
+        k = self.k
+        nonlin = [nu for nu, phi in enumerate(phis)
+                  if any(sp.diff(phi, zi, zj) != 0 for zi in self.z for zj in self.z)]
+        if k == 0 or len(phis) != k or len(nonlin) != 1:
+            return None
+        q = nonlin[0]
+        model = self.model
+        init = {model.t: sp.Integer(0)}
+        for name, value in model.params:
+            init[model.symbol(name)] = value
+        for s_ in model.q() + model.qt():
+            init[s_] = model.initial.get(s_.name, sp.Integer(0))
+        for j, u in enumerate(self.z):
+            others = [z for z in self.z if z != u]
+            w = {}
+            if others:
+                lin = [phis[nu] for nu in range(k) if nu != q]
+                Amat, bvec = sp.linear_eq_to_matrix(lin, others)
+                if Amat.det() == 0:
+                    continue
+                sol = Amat.LUsolve(bvec)
+                w = dict(zip(others, [sp.simplify(e) for e in sol]))
+            P = phis[q].xreplace(w) if w else phis[q]
+            try:
+                P2 = sp.Poly(sp.expand(P), u)
+            except sp.PolynomialError:
+                continue
+            if P2.degree() != 2 or any(c.has(u) for c in P2.all_coeffs()):
+                continue
+            a, b, c = P2.all_coeffs()
+            h = b / (2 * a)
+            sq = sp.sqrt(h ** 2 - c / a)
+            at = dict(init)
+            target = at.pop(u)
+            for z in others:
+                at.pop(z)
+            if sp.N(a.xreplace(at), 30) == 0:
+                continue
+            plus, minus = [sp.N((-h + sg * sq).xreplace(at), 30) for sg in (1, -1)]
+            sign = 1
+            if plus.is_real and minus.is_real:
+                sign = -1 if abs(minus - target) < abs(plus - target) else 1
+            root = -h + sign * sq
+            return [root if z == u else w[z].xreplace({u: root}) for z in self.z]
+        return None
 
     def _linear_in_dep(self, phis, points):
         for phi in phis:

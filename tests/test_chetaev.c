@@ -149,6 +149,25 @@ static void test_choice(void)
                   "constraint -sin(th)*x' + cos(th)*y' - a*th' = 0\n",
                   "sleigh.nh", 1, th, 1);
     expect_choice(KNIFE_UNDAMPED, "knife.nh", 1, y, 1);
+    /* ... unless y' is singular at the initial state (heading north):
+     * the column-pivoted choice there */
+    static const int x[] = {0};
+    expect_choice(KNIFE_UNDAMPED "initial phi=pi/2 y'=1\n", "knife_north.nh", 1, x, 1);
+    /* k = 2: y' and z' (the last declared nonzero, no numeric
+     * coefficients) are the preferred pair, singular at th = 0 */
+    static const int xz[] = {0, 2};
+    expect_choice("coordinates x y z th\n"
+                  "lagrangian (x'^2 + y'^2 + z'^2 + th'^2)/2\n"
+                  "constraint cos(th)*x' + sin(th)*y' = 0\n"
+                  "constraint cos(th)*z' - sin(th)*x' = 0\n"
+                  "initial th=0 y'=1 th'=1\n",
+                  "block.nh", 2, xz, 1);
+    expect_choice("coordinates x y z th\n"
+                  "lagrangian (x'^2 + y'^2 + z'^2 + th'^2)/2\n"
+                  "constraint cos(th)*x' + sin(th)*y' = 0\n"
+                  "constraint cos(th)*z' - sin(th)*x' = 0\n"
+                  "initial th=1 y'=1 th'=1\n",
+                  "block1.nh", 2, yz, 1);
     expect_choice(GRAVITY_XYZ("exp(z' - c*sqrt(x'^2 + y'^2)) - 1 = 0"),
                   "expc.nh", 1, z, 1);
     /* after elimination: x' has the numeric coefficient 1 in the second
@@ -187,16 +206,37 @@ static void test_bad_dependent(void)
     expect_dependent_error(KNIFE_UNDAMPED "  dependent phi'\n", 5, 3,
                            "bad `dependent` choice: the constraint Jacobian "
                            "block of phi' is identically singular");
-    /* singular only at special points (th = 0) is fine */
+    /* singular only at special points (th = 0) is fine, unless the
+     * initial state is one of them (th = 0 by default) */
     sys s;
     int rc = build(&s, "ok.nh",
                    "coordinates x y th\nparameters m=1 J=0.5 a=0.3\n"
                    "lagrangian m/2*(x'^2 + y'^2) + J/2*th'^2\n"
                    "constraint -sin(th)*x' + cos(th)*y' - a*th' = 0\n"
-                   "dependent x'\n",
+                   "dependent x'\ninitial th=0.5\n",
                    UPTO_MANIFOLD);
     CHECK_MSG(rc == 0, "%s", s.err.msg);
     done(&s);
+    expect_dependent_error("coordinates x y th\nparameters m=1 J=0.5 a=0.3\n"
+                           "lagrangian m/2*(x'^2 + y'^2) + J/2*th'^2\n"
+                           "constraint -sin(th)*x' + cos(th)*y' - a*th' = 0\n"
+                           "dependent x'\n",
+                           5, 1,
+                           "bad `dependent` choice: the constraint Jacobian block of "
+                           "x' is singular at the initial state (dphi_1/dx' vanishes "
+                           "there); a regular choice there is `dependent y'`");
+    /* k = 2: the block's determinant (of y' and z': sin(th)) vanishes at
+     * th = 0 only */
+    expect_dependent_error("coordinates x y z th\n"
+                           "lagrangian (x'^2 + y'^2 + z'^2 + th'^2)/2\n"
+                           "constraint sin(th)*x' + y' = z'\n"
+                           "constraint x' + sin(th)*y' = th'\n"
+                           "dependent y' z'\ninitial th=0\n",
+                           5, 1,
+                           "bad `dependent` choice: the constraint Jacobian block of "
+                           "y', z' is singular at the initial state (its determinant "
+                           "vanishes there: rank 1 of 2); a regular choice there is "
+                           "`dependent z' th'`");
 }
 
 /* The parser reserves lambda_N; the manifold refuses a clash on its own

@@ -153,7 +153,7 @@ static void test_examples(void)
         {"moving_belt.nh", NULL},     {"pars_affine.nh", NULL},
         {"pars_affine_free.nh", NULL}, {"pars_affine_harmonic.nh", NULL},
         {"nonlinear_slope.nh", "not quadratic"},
-        {"exp_constraint.nh", "not linear in the dependent"}};
+        {"exp_constraint.nh", "no closed form in the"}};
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         sys s;
         if (sys_derive(&s, ex[i].name, NULL) == 0) {
@@ -377,7 +377,7 @@ static void test_no_hamiltonian(void)
                 "coordinates x y z\nparameters c=1\n"
                 "lagrangian (x'^2 + y'^2 + z'^2)/2\n"
                 "constraint exp(z' - c*x') = 1 + y'^2\ndependent z'\n",
-                "not linear in the dependent");
+                "no closed form in the");
     expect_no_h("quartic.nh",
                 "coordinates x y\nlagrangian x'^4/12 + x'^2/2 + y'^2/2 - x*y\n",
                 "not quadratic");

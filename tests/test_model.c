@@ -3,7 +3,9 @@
  * Examples and the error files in tests/errors/ are found relative to
  * SRCDIR (the repository root; "." when not defined). Each error
  * file's first line is "# expect: LINE:COL: error: MESSAGE", a substring
- * of the formatted error it must produce. */
+ * of the formatted error it must produce: when parsing or, for a file
+ * that parses, when deriving (the mechanics' checks of the model, such as
+ * a `dependent` block singular at the initial state). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "derive.h"
 #include "diff.h"
 #include "model.h"
 #include "check.h"
@@ -490,6 +493,8 @@ static void check_error_file(const char *dir, const char *name)
     ch_model *m = NULL;
     ch_error err;
     int rc = ch_model_load(ctx, path, &m, &err);
+    ch_derivation *d = NULL;
+    if (rc == 0) rc = ch_derive(ctx, m, &d, &err);
     char buf[700];
     ch_error_format(&err, buf, sizeof buf);
     CHECK_MSG(rc != 0 && strstr(buf, first + strlen(tag)),

@@ -310,6 +310,17 @@ static const ch_expr **bias(hwork *w, int *bad)
     return b;
 }
 
+/* ch_mat_solve with pivots that do not vanish at the model's initial
+ * state (the momenta y there at a generic point). */
+static int solve_at(hwork *w, size_t k, const ch_expr *const *A, const ch_expr *const *B,
+                    const ch_expr **X)
+{
+    double *at = ch_manifold_initial_point(w->r->mf);
+    int rc = ch_mat_solve_at(w->ctx, k, A, 1, B, X, at);
+    free(at);
+    return rc;
+}
+
 /* eta = K^-1 (y - b*). Returns 0, 1 when K is singular, -1 on failure,
  * 2 when b* cannot be formed. */
 static int legendre_inverse(hwork *w)
@@ -324,7 +335,7 @@ static int legendre_inverse(hwork *w)
     if (!rhs || !w->h->eta) return -1;
     for (size_t r = 0; r < m; r++)
         if (!(rhs[r] = ch_sub(ctx, w->h->y[r], b[r]))) return -1;
-    int rc = ch_mat_solve(ctx, m, w->h->K, 1, rhs, w->h->eta);
+    int rc = solve_at(w, m, w->h->K, rhs, w->h->eta);
     if (rc) return rc;
     return tidy_all(ctx, m, w->h->eta);
 }
@@ -526,7 +537,7 @@ static int eliminate_acc(hwork *w, const ch_expr *const *raw)
         terms[m] = F[r];
         if (!(rhs[r] = ch_add_n(ctx, m + 1, terms))) return -1;
     }
-    return ch_mat_solve(ctx, m, A, 1, rhs, w->h->yt);
+    return solve_at(w, m, A, rhs, w->h->yt);
 }
 
 /* In phase space nothing may be left of the velocities or accelerations. */
@@ -615,9 +626,11 @@ int ch_hamilton_derive(ch_ctx *ctx, const ch_reduced *r, ch_hamilton *out,
         h.degenerate = 1;
         rc = unavailable(&w, "%s", degenerate_reason);
     } else if (implicit_blocks(&w))
-        rc = unavailable(&w, "the constraints are not linear in the dependent "
-                             "velocities, so alpha (and with it L*) has no "
-                             "closed form in the independent velocities; H* "
+        rc = unavailable(&w, "alpha (and with it L*) has no closed form in the "
+                             "independent velocities (the constraints are not "
+                             "linear in the dependent velocities, nor "
+                             "quadratic in one of them once the linear ones "
+                             "are solved); H* "
                              "cannot be written in (t, q, y) symbolically");
     else if (!h.quadratic)
         rc = unavailable(&w, "L* is not quadratic in the independent "

@@ -40,19 +40,24 @@
 #define NEWTON_ITERS 80
 /* Extra working precision of the ball stages. */
 #define GUARD_BITS 32
+/* Smallest pivot of a regular block of the scaled G at the initial state
+ * (initial_state). */
+#define REGULAR_TOL 1e-6
+/* Newton starts for the initial state's dependent velocities. */
+#define INITIAL_STARTS 5
 
 /* ======================================================================
  * choice of the dependent velocities
  * ====================================================================== */
 
-/* "x', y'" for the velocities idx[0..k-1], for messages. */
+/* "x', y'" (sep ", ") for the velocities idx[0..k-1], for messages. */
 static void velocity_names(const ch_model *m, const int *idx, size_t k,
-                           char *buf, size_t size)
+                           const char *sep, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = 0;
     for (size_t i = 0; i < k && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s'", i ? ", " : "",
+        int w = snprintf(buf + used, size - used, "%s%s'", i ? sep : "",
                          ch_sym_of(m->q[idx[i]])->name);
         if (w < 0) break;
         used += (size_t)w;
@@ -92,7 +97,7 @@ static int take_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
     if (r == -2) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
     if (r < (int)mf->k) {
         char names[400];
-        velocity_names(m, mf->dep, mf->k, names, sizeof names);
+        velocity_names(m, mf->dep, mf->k, ", ", names, sizeof names);
         return ch_error_set(err, CH_ERR_MODEL, m->file, m->dependent_pos.line,
                             m->dependent_pos.col,
                             "bad `dependent` choice: the constraint Jacobian "
@@ -295,6 +300,9 @@ static int decide_affine(ch_ctx *ctx, const ch_lagrange *L, ch_manifold *mf)
     return 0;
 }
 
+static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
+                         ch_error *err);
+
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                      ch_manifold *out, ch_error *err)
 {
@@ -320,9 +328,11 @@ int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                          : choose_dependent(ctx, m, L, &mf, err);
         if (rc) return rc;
     }
+    int rc = initial_state(ctx, m, &mf, err);
+    if (rc) return rc;
     for (size_t i = 0, r = 0; i < mf.n; i++)
         if (!mf.is_dep[i]) mf.indep[r++] = (int)i;
-    int rc = make_multipliers(ctx, m, &mf, err);
+    rc = make_multipliers(ctx, m, &mf, err);
     if (rc) return rc;
     if (decide_affine(ctx, L, &mf)) {
         const ch_error *e = ch_ctx_error(ctx);
@@ -447,15 +457,18 @@ static void tri_inverse(arb_mat_t Y, const arb_mat_t Jp, slong k, slong wp)
     arb_mat_get_mid(Y, Y);
 }
 
-/* Solves the k x k system a x = b in place (partial pivoting); -1 when
- * singular or not finite. */
-static int lin_solve_d(double *a, double *b, size_t k)
+/* Solves the k x k system a x = b in place (partial pivoting; a is left
+ * holding U in its upper triangle); -1 when singular or not finite. sign,
+ * when not NULL, gets the sign of the determinant. */
+static int lin_solve_d(double *a, double *b, size_t k, int *sign)
 {
+    if (sign) *sign = 1;
     for (size_t c = 0; c < k; c++) {
         size_t p = c;
         for (size_t r = c + 1; r < k; r++)
             if (fabs(a[r * k + c]) > fabs(a[p * k + c])) p = r;
         if (!(fabs(a[p * k + c]) > 0) || !isfinite(a[p * k + c])) return -1;
+        if (sign) *sign *= (p != c ? -1 : 1) * (a[p * k + c] < 0 ? -1 : 1);
         if (p != c) {
             for (size_t j = 0; j < k; j++) {
                 double t = a[c * k + j];
@@ -527,7 +540,7 @@ static int newton_d(dsolver *s)
             s->step[a] = s->fv[a];
             if (fabs(s->d[s->sid[a]]) > vmax) vmax = fabs(s->d[s->sid[a]]);
         }
-        if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k))
+        if (s->tri ? tri_solve_d(s, s->fv + k, s->step) : lin_solve_d(s->fv + k, s->step, k, NULL))
             return -1;
         for (size_t a = 0; a < k; a++)
             if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
@@ -1076,4 +1089,276 @@ int ch_manifold_sample_state(void *probe, flint_rand_t rnd,
 {
     const ch_manifold_probe *pr = probe;
     return sample(pr->mf, rnd, symval, prec, 0, pr->e);
+}
+
+/* ======================================================================
+ * the initial state: dependent velocities, regular choice
+ * ====================================================================== */
+
+double *ch_manifold_initial_point(const ch_manifold *mf)
+{
+    const ch_model *m = mf->model;
+    size_t ns = ch_ctx_nsyms(mf->ctx);
+    double *v = mf->v0 ? malloc((ns ? ns : 1) * sizeof *v) : NULL;
+    if (!v) return NULL;
+    ch_eval_generic_point(mf->ctx, 0x3C6EF372FE94F82BULL, 1, v);
+    v[ch_sym_of(m->t)->sid] = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        v[ch_sym_of(m->q[i])->sid] = m->q0[i];
+        v[ch_sym_of(m->qt[i])->sid] = mf->v0[i];
+    }
+    for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
+    return v;
+}
+
+/* v0 (n): the `initial` velocities, the dependent ones (mf->dep) solving
+ * the constraints by damped Newton from the given values, then from
+ * values moved by +-1 and +-10 times their size (a start where the block
+ * is singular, y' = 0 for x'^2 + y'^2 = v0^2, moves off it); 0, or -1
+ * when no start converges. */
+static int initial_velocities(const ch_manifold *mf, double *v0)
+{
+    const ch_model *m = mf->model;
+    size_t k = mf->k;
+    static const double shift[INITIAL_STARTS] = {0, 1, -1, 10, -10};
+    for (size_t i = 0; i < mf->n; i++) v0[i] = m->qt0[i];
+    if (!k) return 0;
+    dsolver s;
+    int rc = -1;
+    if (dsolver_init(&s, mf, k, NULL, NULL)) goto out;
+    s.tri = k >= 2 && find_triangular(&s);
+    /* given values on the constraints are kept (Newton would fail where
+     * the block is singular, and that is for the caller to judge) */
+    ch_manifold tmp = *mf;
+    tmp.v0 = v0;
+    double *base = ch_manifold_initial_point(&tmp), vmax = 0;
+    if (!base) goto out;
+    memcpy(s.d, base, s.ns * sizeof *s.d);
+    for (size_t i = 0; i < mf->n; i++) vmax = fmax(vmax, fabs(v0[i]));
+    if (dphi_norm(&s) <= 1e-13 * (1 + vmax * vmax)) rc = 0;
+    for (int st = 0; st < INITIAL_STARTS && rc; st++) {
+        memcpy(s.d, base, s.ns * sizeof *s.d);
+        for (size_t a = 0; a < k; a++) {
+            double g = m->qt0[mf->dep[a]];
+            s.d[s.sid[a]] = g + shift[st] * (1 + fabs(g));
+        }
+        if (newton_d(&s)) continue;
+        for (size_t a = 0; a < k; a++) v0[mf->dep[a]] = s.d[s.sid[a]];
+        rc = 0;
+    }
+    free(base);
+out:
+    dsolver_free(&s);
+    return rc;
+}
+
+/* g (k x n): G at the initial point pt, each row scaled to a largest
+ * entry of 1, so that a block's conditioning below does not depend on
+ * how a constraint is written (its units, a factor). Columns are not
+ * scaled: a column small against the others is what a singular block
+ * looks like (cos(phi) of the knife edge at phi = pi/2). -1 when an
+ * entry is not finite there. */
+static int scaled_jacobian(const ch_manifold *mf, const double *pt, double *g)
+{
+    size_t k = mf->k, n = mf->n;
+    ch_eval_d_many(mf->ctx, k * n, mf->lag->G, pt, g);
+    for (size_t i = 0; i < k * n; i++)
+        if (!isfinite(g[i])) return -1;
+    for (size_t a = 0; a < k; a++) {
+        double mx = 0;
+        for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(g[a * n + i]));
+        for (size_t i = 0; mx > 0 && i < n; i++) g[a * n + i] /= mx;
+    }
+    return 0;
+}
+
+/* Is column i preferred to column j for equal pivots in row a? A
+ * coefficient that is a nonzero number first, then the last-declared
+ * velocity (the generic choice's order). */
+static int preferred(const ch_manifold *mf, size_t a, size_t i, size_t j)
+{
+    const ch_expr *gi = mf->lag->G[a * mf->n + i], *gj = mf->lag->G[a * mf->n + j];
+    int ni = ch_is_num(gi) && !ch_is_zero(gi), nj = ch_is_num(gj) && !ch_is_zero(gj);
+    return ni != nj ? ni : i > j;
+}
+
+/* Gaussian elimination of the scaled g (k x n, overwritten) with full
+ * pivoting over the rows and the columns with allow[i] (NULL: all):
+ * cols[r] gets the column of step r. Returns the number of steps whose
+ * pivot reached REGULAR_TOL (k: that block of columns is regular). */
+static size_t pivot_columns(const ch_manifold *mf, double *g, const int *allow, int *cols)
+{
+    size_t k = mf->k, n = mf->n, r = 0;
+    size_t *row = malloc((k + 1) * sizeof *row);
+    char *used = calloc(n + 1, 1);
+    if (!row || !used) goto out;
+    for (size_t a = 0; a < k; a++) row[a] = a;
+    for (; r < k; r++) {
+        size_t br = k, bc = n;
+        double bv = 0;
+        for (size_t a = r; a < k; a++)
+            for (size_t i = 0; i < n; i++) {
+                double v = fabs(g[row[a] * n + i]);
+                if (used[i] || (allow && !allow[i]) || v == 0) continue;
+                if (bc == n || v > bv * (1 + 1e-12)
+                    || (v >= bv * (1 - 1e-12) && preferred(mf, row[a], i, bc))) {
+                    bv = v;
+                    br = a;
+                    bc = i;
+                }
+            }
+        if (bc == n || bv < REGULAR_TOL) break;
+        size_t t = row[r];
+        row[r] = row[br];
+        row[br] = t;
+        used[bc] = 1;
+        cols[r] = (int)bc;
+        const double *pr = g + row[r] * n;
+        for (size_t a = r + 1; a < k; a++) {
+            double *ga = g + row[a] * n, f = ga[bc] / pr[bc];
+            for (size_t i = 0; i < n; i++) ga[i] -= f * pr[i];
+        }
+    }
+out:
+    free(row);
+    free(used);
+    return r;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* mf->dep_sign at the point pt: LU with partial pivoting of the
+ * dependent block there; 0 when a pivot is below 1e-12 of the largest
+ * entry, or not finite, or out of memory. */
+static int block_sign(const ch_manifold *mf, const double *pt)
+{
+    size_t k = mf->k, n = mf->n;
+    const ch_expr **blk = malloc((k * k + 1) * sizeof *blk);
+    double *a = malloc((k * k + 1) * sizeof *a), *b = calloc(k + 1, sizeof *b), amax = 0;
+    int sign = 0;
+    if (!blk || !a || !b) goto out;
+    for (size_t r = 0; r < k; r++)
+        for (size_t c = 0; c < k; c++) blk[r * k + c] = mf->lag->G[r * n + mf->dep[c]];
+    ch_eval_d_many(mf->ctx, k * k, blk, pt, a);
+    for (size_t i = 0; i < k * k; i++) amax = fmax(amax, fabs(a[i]));
+    if (lin_solve_d(a, b, k, &sign)) sign = 0;
+    for (size_t c = 0; c < k; c++) /* U's diagonal */
+        if (!(fabs(a[c * k + c]) > 1e-12 * amax)) sign = 0;
+out:
+    free(blk);
+    free(a);
+    free(b);
+    return sign;
+}
+
+/* The tool's choice: the k columns cols (sorted in place), in declared
+ * order. */
+static void set_choice(ch_manifold *mf, int *cols)
+{
+    qsort(cols, mf->k, sizeof *cols, cmp_int);
+    for (size_t i = 0; i < mf->n; i++) mf->is_dep[i] = 0;
+    for (size_t a = 0; a < mf->k; a++) {
+        mf->dep[a] = cols[a];
+        mf->is_dep[cols[a]] = 1;
+    }
+}
+
+/* The error for a user's block singular at the initial state: the
+ * velocities, what vanishes, and a regular choice (k columns). */
+static int singular_at_initial(const ch_manifold *mf, size_t rank, const int *regular,
+                               ch_error *err)
+{
+    const ch_model *m = mf->model;
+    size_t k = mf->k;
+    char names[400], what[200], reg[400];
+    velocity_names(m, mf->dep, k, ", ", names, sizeof names);
+    if (k == 1)
+        snprintf(what, sizeof what, "dphi_1/d%s' vanishes there",
+                 ch_sym_of(m->q[mf->dep[0]])->name);
+    else
+        snprintf(what, sizeof what, "its determinant vanishes there: rank %zu of %zu",
+                 rank, k);
+    int *c = malloc((k + 1) * sizeof *c);
+    if (!c) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+    memcpy(c, regular, k * sizeof *c);
+    qsort(c, k, sizeof *c, cmp_int);
+    velocity_names(m, c, k, " ", reg, sizeof reg);
+    free(c);
+    return ch_error_set(err, CH_ERR_MODEL, m->file, m->dependent_pos.line,
+                        m->dependent_pos.col,
+                        "bad `dependent` choice: the constraint Jacobian block of %s "
+                        "is singular at the initial state (%s); a regular choice "
+                        "there is `dependent %s`",
+                        names, what, reg);
+}
+
+/* mf->v0, and the choice checked at the initial state (see
+ * ch_manifold_init): a user's choice singular there is an error, the
+ * tool's is replaced by the columns of a column-pivoted elimination. When
+ * the constraints have no solution near the initial values, the check is
+ * made at the given values (G of linear constraints does not depend on
+ * the velocities) and mf->v0 is NULL; no check when G is not finite there
+ * (the run then fails at t = 0 and says so). */
+static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
+                         ch_error *err)
+{
+    size_t k = mf->k, n = mf->n;
+    double *v0 = mf->v0 = ch_ctx_alloc(ctx, (n + 1) * sizeof *mf->v0);
+    if (!v0) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+    if (!k) return initial_velocities(mf, v0);
+    double *pt = NULL;
+    double *g = malloc((k * n + 1) * sizeof *g), *h = malloc((k * n + 1) * sizeof *h);
+    int *cols = malloc((k + 1) * sizeof *cols), *all = malloc((k + 1) * sizeof *all);
+    int rc = 0, solved = 0;
+    if (!g || !h || !cols || !all) {
+        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+        goto out;
+    }
+    solved = initial_velocities(mf, v0) == 0;
+    if (!solved) {
+        /* the given values (initial_velocities left them in v0) */
+        pt = ch_manifold_initial_point(mf);
+        if (!pt || scaled_jacobian(mf, pt, g)) goto out;
+        memcpy(h, g, k * n * sizeof *h);
+        /* the tool's choice may be singular there, where Newton cannot
+         * start: choose there, then solve */
+        if (!m->ndep && pivot_columns(mf, h, mf->is_dep, cols) < k
+            && (memcpy(h, g, k * n * sizeof *h), pivot_columns(mf, h, NULL, all)) == k) {
+            set_choice(mf, all);
+            solved = initial_velocities(mf, v0) == 0;
+        }
+        free(pt);
+        pt = NULL;
+    }
+    if (!(pt = ch_manifold_initial_point(mf))) {
+        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+        goto out;
+    }
+    if (scaled_jacobian(mf, pt, g)) goto out;
+    memcpy(h, g, k * n * sizeof *h);
+    size_t rank = pivot_columns(mf, h, mf->is_dep, cols);
+    if (rank == k) goto out;
+    memcpy(h, g, k * n * sizeof *h);
+    size_t rank_all = pivot_columns(mf, h, NULL, all);
+    if (rank_all < k) goto out; /* no choice is regular there */
+    if (m->ndep) {
+        rc = singular_at_initial(mf, rank, all, err);
+        goto out;
+    }
+    set_choice(mf, all);
+    solved = initial_velocities(mf, v0) == 0;
+out:
+    if (!solved) mf->v0 = NULL;
+    if (!rc && solved && (pt || (pt = ch_manifold_initial_point(mf))))
+        mf->dep_sign = block_sign(mf, pt);
+    free(pt);
+    free(g);
+    free(h);
+    free(cols);
+    free(all);
+    return rc;
 }

@@ -30,17 +30,46 @@ typedef struct ch_manifold {
      * them): a sample then solves one linear system instead of Newton plus
      * Krawczyk. */
     int affine;
+    /* The model's initial state: the n velocities of `initial`, the
+     * dependent ones solving the constraints (damped Newton from the given
+     * values, as the emitted code does); NULL when no solution was found
+     * near them. The choice of the dependent velocities is regular there
+     * (ch_manifold_init), and symbolic solves pick pivots that do not
+     * vanish there (ch_manifold_initial_point). */
+    double *v0;
+    /* The sign of the determinant of the dependent block of G (rows in
+     * constraint order, columns in dep order) at the initial state, +1 or
+     * -1; 0 when unknown (no v0, or the block singular there). Along a
+     * motion on the initial state's branch of the roots the block stays
+     * regular, so the sign stays: a root with the other sign is on
+     * another branch (y' < 0 of x'^2 + y'^2 = v0^2 started at y' > 0). */
+    int dep_sign;
 } ch_manifold;
 
 /* Takes the `dependent` statement (checking that its block of G is not
- * identically singular: an error positioned at the statement otherwise) or
- * chooses the dependent velocities: constraint by constraint, a velocity
- * whose coefficient is a nonzero number if there is one, else the
- * last-declared velocity with a coefficient that is nonzero at generic
- * points after elimination. Creates the multiplier symbols. k = 0 is fine
+ * identically singular, and not singular at the initial state: an error
+ * positioned at the statement otherwise, which suggests a regular choice)
+ * or chooses the dependent velocities: constraint by constraint, a
+ * velocity whose coefficient is a nonzero number if there is one, else
+ * the last-declared velocity with a coefficient that is nonzero at
+ * generic points after elimination; where that block is singular at the
+ * initial state, the columns that a column-pivoted elimination of G
+ * there picks. "Singular at the initial state": a pivot of the
+ * elimination of the block with full pivoting, G's rows scaled to a
+ * largest entry of 1 (so a constraint's units do not matter), below 1e-6.
+ * When no choice is regular there (G itself has rank < k at the initial
+ * state, e.g. at rest on the cone x' z' = y'^2) nothing is checked: a
+ * run from there fails at t = 0 in every chart. Creates the multiplier symbols. k = 0 is fine
  * (no dependent velocities). */
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                      ch_manifold *out, ch_error *err);
+
+/* The initial state as a point for numerical decisions: ch_ctx_nsyms
+ * values, t = 0, the `initial` coordinates, the velocities mf->v0, the
+ * parameters' defaults, every other symbol (multipliers, accelerations,
+ * momenta) at a fixed generic point. malloc'd (the caller frees it); NULL
+ * when mf->v0 is NULL or out of memory. */
+double *ch_manifold_initial_point(const ch_manifold *mf);
 
 /* ch_sampler for ch_zero_test (data is a ch_manifold *): a random point on
  * the constraint manifold with q_tt and lambda of the true motion through

@@ -8,6 +8,7 @@
  * dalpha/dq_j (the second term vanishes when alpha was substituted). */
 #include "reduce.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "../diff.h"
@@ -173,6 +174,27 @@ const ch_expr *ch_reduce_xstar(ch_ctx *ctx, const ch_reduced *r, size_t ri,
     return ch_add_n(ctx, r->k + 1, terms);
 }
 
+/* ch_mat_solve with pivots that do not vanish at the model's initial
+ * state (ch_manifold_initial_point). */
+static int solve_at(reducer *s, size_t k, const ch_expr *const *A, size_t nrhs,
+                    const ch_expr *const *B, const ch_expr **X)
+{
+    double *at = ch_manifold_initial_point(s->r->mf);
+    int rc = ch_mat_solve_at(s->ctx, k, A, nrhs, B, X, at);
+    free(at);
+    return rc;
+}
+
+/* ch_mat_solve_triangular (a triangular block's pivots are forced; for
+ * the dependent block ch_manifold_init has checked them at the initial
+ * state), else solve_at. */
+static int solve_lin(reducer *s, size_t k, const ch_expr *const *A, size_t nrhs,
+                     const ch_expr *const *B, const ch_expr **X)
+{
+    int rc = ch_mat_solve_triangular(s->ctx, k, A, nrhs, B, X);
+    return rc == 1 ? solve_at(s, k, A, nrhs, B, X) : rc;
+}
+
 /* alpha when every constraint is linear in the dependent velocities:
  * A v_dep = -phi|_{v_dep = 0} with A the dependent block of G. */
 static int solve_alpha(reducer *s, const ch_expr **A)
@@ -187,8 +209,161 @@ static int solve_alpha(reducer *s, const ch_expr **A)
         rhs[nu] = ch_neg(ctx, ch_subst(ctx, s->L->phi[nu], k, s->vdep, zeros));
     r->alpha = arr(ctx, k);
     if (!r->alpha) return -1;
-    int rc = ch_mat_solve_triangular(ctx, k, A, 1, rhs, r->alpha);
-    return rc == 1 ? ch_mat_solve(ctx, k, A, 1, rhs, r->alpha) : rc;
+    return solve_lin(s, k, A, 1, rhs, r->alpha);
+}
+
+/* Degree of e as a polynomial in the symbol u, read off its structure:
+ * sums, and products whose factors holding u have nonnegative integer
+ * exponents; -1 when u occurs elsewhere (inside a function, under a
+ * fractional or negative power, as an exponent), -2 on failure. Degrees
+ * above 64 count as not polynomial. memo: node id -> degree + 3. */
+static int poly_degree(const ch_expr *e, const ch_expr *u, ch_map *memo)
+{
+    if (!ch_has_sym(e, u)) return 0;
+    if (e->kind == CH_SYM) return 1;
+    if (e->kind != CH_ADD && e->kind != CH_MUL) return -1;
+    uintptr_t seen = (uintptr_t)ch_map_get(memo, e->id);
+    if (seen) return (int)seen - 3;
+    int deg = 0;
+    for (uint32_t i = 0; i < e->n && deg >= 0; i++) {
+        int d = poly_degree(e->pair[i].e, u, memo);
+        if (d < 0) {
+            deg = d;
+        } else if (e->kind == CH_ADD) {
+            if (d > deg) deg = d;
+        } else if (d > 0) {
+            const fmpq *c = e->pair[i].c;
+            if (!fmpz_is_one(fmpq_denref(c)) || fmpz_sgn(fmpq_numref(c)) < 0
+                || fmpz_cmp_si(fmpq_numref(c), 64) > 0)
+                deg = -1;
+            else
+                deg += d * (int)fmpz_get_si(fmpq_numref(c));
+        }
+        if (deg > 64) deg = -1;
+    }
+    if (ch_map_put(memo, e->id, (void *)(uintptr_t)(deg + 3))) return -2;
+    return deg;
+}
+
+/* Row q of the constraints (the one nonlinear in the dependent
+ * velocities) quadratic in u = vdep[j] once the other k - 1 rows, linear,
+ * give the other dependent velocities as w(u) (affine in u):
+ * P(u) = phi_q(u, w(u)) = a u^2 + b u + c with a, b, c free of u
+ * (poly_degree 2). Then alpha_j = -h + s sqrt(R), h = b/(2a),
+ * R = h^2 - c/a, on the branch s of the initial state: the root nearest
+ * the initial dependent velocity (mf->v0, the root Newton found from the
+ * `initial` value; a tie, both roots equally far, takes s = +1), and the
+ * others w(alpha_j). Guards R > 0 and a^2 > 0 (where they are not
+ * numbers). 0, 1 when that is not so for this j or a is 0 (or alpha not
+ * finite) at the initial state, -1 on failure. */
+static int quadratic_in(reducer *s, const ch_expr *const *A, size_t q, size_t j)
+{
+    ch_ctx *ctx = s->ctx;
+    ch_reduced *r = s->r;
+    const ch_manifold *mf = r->mf;
+    size_t k = r->k, kl = k - 1;
+    const ch_expr *u = s->vdep[j], *zero = ch_zero(ctx);
+    const ch_expr **AL = arr(ctx, kl * kl), **BL = arr(ctx, kl), **W = arr(ctx, kl);
+    const ch_expr **from = arr(ctx, kl), **zeros = arr(ctx, k);
+    if (!AL || !BL || !W || !from || !zeros) return -1;
+    for (size_t mu = 0; mu < k; mu++) zeros[mu] = zero;
+    /* the linear rows, for the unknowns other than u */
+    for (size_t nu = 0, i = 0; nu < k; nu++) {
+        if (nu == q) continue;
+        for (size_t mu = 0, c = 0; mu < k; mu++)
+            if (mu != j) AL[i * kl + c++] = A[nu * k + mu];
+        BL[i++] = ch_neg(ctx, ch_add(ctx, ch_subst(ctx, s->L->phi[nu], k, s->vdep, zeros),
+                                     ch_mul(ctx, A[nu * k + j], u)));
+    }
+    for (size_t mu = 0, c = 0; mu < k; mu++)
+        if (mu != j) from[c++] = s->vdep[mu];
+    for (size_t i = 0; i < kl; i++)
+        if (!BL[i]) return -1;
+    if (kl) {
+        int rc = solve_lin(s, kl, AL, 1, BL, W);
+        if (rc) return rc;
+    }
+    const ch_expr *P = kl ? ch_subst(ctx, s->L->phi[q], kl, from, W) : s->L->phi[q];
+    if (!P) return -1;
+    ch_map memo;
+    ch_map_init(&memo);
+    int deg = poly_degree(P, u, &memo);
+    ch_map_free(&memo);
+    if (deg == -2) return -1;
+    if (deg != 2) return 1;
+    const ch_expr *d1 = ch_diff(ctx, P, u);
+    const ch_expr *c = ch_subst(ctx, P, 1, &u, &zero);
+    const ch_expr *b = d1 ? ch_subst(ctx, d1, 1, &u, &zero) : NULL;
+    const ch_expr *a = d1 ? ch_div(ctx, ch_diff(ctx, d1, u), ch_num_si(ctx, 2)) : NULL;
+    if (!a || !b || !c) return -1;
+    if (ch_has_sym(a, u) || ch_has_sym(b, u) || ch_has_sym(c, u)) return 1;
+    const ch_expr *h = ch_div(ctx, b, ch_scale_si(ctx, 2, a));
+    const ch_expr *R = ch_sub(ctx, ch_mul(ctx, h, h), ch_div(ctx, c, a));
+    const ch_expr *sq = ch_sqrt(ctx, R);
+    if (!h || !R || !sq) return -1;
+    /* the branch at the initial state */
+    double *at = ch_manifold_initial_point(mf);
+    double av = at ? ch_eval_d(ctx, a, at) : NAN;
+    double hv = at ? ch_eval_d(ctx, h, at) : NAN, Rv = at ? ch_eval_d(ctx, R, at) : NAN;
+    int sign = 1;
+    if (at && Rv >= 0 && isfinite(Rv)) {
+        double target = mf->v0[mf->dep[j]];
+        double plus = -hv + sqrt(Rv), minus = -hv - sqrt(Rv);
+        sign = fabs(minus - target) < fabs(plus - target) ? -1 : 1;
+    }
+    const ch_expr **alpha = arr(ctx, k), **guard = arr(ctx, 2);
+    int rc = -1;
+    if (!alpha || !guard) goto out;
+    rc = 1;
+    if (at && !(fabs(av) > 0 && isfinite(hv))) goto out; /* no closed form there */
+    rc = -1;
+    alpha[j] = ch_add(ctx, ch_neg(ctx, h), sign > 0 ? sq : ch_neg(ctx, sq));
+    if (!alpha[j]) goto out;
+    for (size_t mu = 0, i = 0; mu < k; mu++)
+        if (mu != j && !(alpha[mu] = ch_subst(ctx, W[i++], 1, &u, &alpha[j]))) goto out;
+    /* w(alpha_j) finite there (kl > 0: the linear block regular there) */
+    rc = 1;
+    for (size_t mu = 0; at && Rv >= 0 && mu < k; mu++)
+        if (!isfinite(ch_eval_d(ctx, alpha[mu], at))) goto out;
+    r->nguard = 0;
+    if (!ch_is_num(R)) guard[r->nguard++] = R;
+    if (!ch_is_num(a)) guard[r->nguard++] = ch_mul(ctx, a, a);
+    rc = -1;
+    for (size_t i = 0; i < r->nguard; i++)
+        if (!guard[i]) goto out;
+    r->alpha = alpha;
+    r->alpha_guard = guard;
+    r->quadratic = 1;
+    rc = 0;
+out:
+    free(at);
+    return rc;
+}
+
+/* alpha in closed form when exactly one constraint (row q of the
+ * dependent block A) is nonlinear in the dependent velocities and
+ * quadratic in one of them once the linear rows are solved for the
+ * others (quadratic_in, trying the dependent velocities in order). 0, 1
+ * when there is no such closed form, -1 on failure. */
+static int solve_quadratic(reducer *s, const ch_expr *const *A)
+{
+    ch_reduced *r = s->r;
+    size_t k = r->k, q = k, nonlinear = 0;
+    for (size_t nu = 0; nu < k; nu++) {
+        int has = 0;
+        for (size_t mu = 0; mu < k; mu++)
+            has |= ch_sym_finder_has(s->ctx, &r->memo->has_vdep, A[nu * k + mu]) != 0;
+        if (has) {
+            q = nu;
+            nonlinear++;
+        }
+    }
+    if (nonlinear != 1) return 1;
+    for (size_t j = 0; j < k; j++) {
+        int rc = quadratic_in(s, A, q, j);
+        if (rc <= 0) return rc;
+    }
+    return 1;
 }
 
 /* Derivatives of alpha: directly when explicit, else by implicit
@@ -221,8 +396,7 @@ static int alpha_derivatives(reducer *s, const ch_expr **A)
             rhs[nu * w + m + j] = ch_neg(ctx, ch_diff(ctx, phi, s->m->q[j]));
         rhs[nu * w + m + n] = ch_neg(ctx, ch_diff(ctx, phi, s->m->t));
     }
-    int rc = ch_mat_solve_triangular(ctx, k, A, w, rhs, sol);
-    if (rc == 1) rc = ch_mat_solve(ctx, k, A, w, rhs, sol);
+    int rc = solve_lin(s, k, A, w, rhs, sol);
     if (rc) return rc;
     for (size_t nu = 0; nu < k; nu++) {
         for (size_t ri = 0; ri < m; ri++) r->da_dv[nu * m + ri] = sol[nu * w + ri];
@@ -427,7 +601,13 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
         if (rc < 0) goto fail;
         if (rc > 0) return singular_block(m, pos, err);
     }
-    r.explicit_alpha = k == 0 || linear;
+    int quadratic = 0;
+    if (k && !linear) {
+        int rc = solve_quadratic(&s, A);
+        if (rc < 0) goto fail;
+        quadratic = rc == 0;
+    }
+    r.explicit_alpha = k == 0 || linear || quadratic;
     if (!r.explicit_alpha) r.alpha = NULL;
     int rc = alpha_derivatives(&s, A);
     if (rc > 0) return singular_block(m, pos, err);

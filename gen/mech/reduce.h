@@ -2,7 +2,13 @@
  * seed 001 eq. 9–19).
  *
  * alpha is solved symbolically when the constraints are linear in the
- * dependent velocities (which covers `q' = expr`); otherwise it is implicit:
+ * dependent velocities (which covers `q' = expr`), or when one
+ * constraint is nonlinear in them and, the others (linear) solved for
+ * all dependent velocities but one, u, it is quadratic in u,
+ * a u^2 + b u + c = 0 with a, b, c free of u: u = -h + s sqrt(h^2 - c/a),
+ * h = b/(2a), the sign s that gives the model's initial dependent velocity
+ * (the branch of the initial state; guarded, see alpha_guard); otherwise
+ * it is implicit:
  * alpha is NULL, the dependent velocity symbols inside reduced quantities
  * stand for alpha(t, q, q_t_r), and the derivatives of alpha come from
  * implicit differentiation, d alpha = -(dphi/dq_t_dep)^-1 dphi. Either way
@@ -19,6 +25,14 @@ typedef struct ch_reduced {
     size_t n, k, m;
     int explicit_alpha;       /* alpha solved symbolically */
     const ch_expr **alpha;    /* k, or NULL when implicit */
+    /* A closed form that holds on one branch only (the root of a
+     * quadratic, see ch_reduce_derive): nguard expressions that are
+     * positive exactly where alpha is that branch's root (the radicand,
+     * the square of the leading coefficient); the emitted code fails
+     * where one is not (the branch is lost), rather than switch roots. */
+    size_t nguard;
+    const ch_expr **alpha_guard;
+    int quadratic;            /* alpha is such a root */
     const ch_expr **da_dv;    /* k*m: d alpha_nu / d q_t_r */
     const ch_expr **da_dq;    /* k*n: d alpha_nu / d q_j; with explicit alpha
                                  an entry is NULL until reduce.c needs it */
