@@ -75,6 +75,14 @@ ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
                              ch_err *err);
 void ch_problem_free(ch_problem *pb);
 const char *ch_problem_name(const ch_problem *pb);
+/* Warnings about the model that do not stop it: what was made consistent
+ * in its `initial` state (SPEC §1) — a coordinate moved onto a holonomic
+ * constraint, a dependent velocity recomputed from the constraints. Each
+ * is one line "FILE:LINE:COL: warning: MESSAGE", as `chetaev` prints it;
+ * i in [0, count), NULL otherwise; valid until ch_problem_free. Compiled
+ * systems start from the corrected state. */
+size_t ch_problem_warning_count(const ch_problem *pb);
+const char *ch_problem_warning(const ch_problem *pb, size_t i);
 
 /* ---- compiled systems --------------------------------------------------- */
 

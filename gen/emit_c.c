@@ -722,12 +722,12 @@ static void fun_state_from(emitter *e)
     ch_buf_printf(b, "void %s_initial(double *x)\n{\n    static const double q[%zu] = {", e->P, n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->m->q0[i]);
+        put_double(b, e->d->init.q[i]);
     }
     ch_buf_printf(b, "};\n    static const double qt[%zu] = {", n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->m->qt0[i]);
+        put_double(b, e->d->init.qt[i]);
     }
     ch_buf_printf(b, "};\n    (void)%s_state_from(0.0, q, qt, %s_param_defaults, x);\n}\n\n",
                   e->P, e->P);

@@ -216,6 +216,8 @@ static int load_derive(ch_ctx *ctx, const char *path, size_t max_nodes,
                           "'%s' statement; see --max-nodes)", st);
         return report(&err);
     }
+    /* what was made consistent in the model's initial state (SPEC §1) */
+    for (size_t i = 0; i < (*d)->init.nwarn; i++) fprintf(stderr, "%s\n", (*d)->init.warn[i]);
     return 0;
 }
 
