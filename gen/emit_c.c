@@ -62,6 +62,7 @@ typedef struct {
     ch_form form;
     const char *P;            /* validated prefix */
     size_t n, k, mi, nx, nout;
+    size_t h;                 /* holonomic constraints (d->init.hol) */
     const char **symtext;     /* by sid */
     size_t nsyms;
     ch_buf kern;              /* kernels */
@@ -240,7 +241,7 @@ static double call_cost(const ch_opcount *c);
 static int every_form(const char *name)
 {
     return !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
-           !strcmp(name, "integ");
+           !strcmp(name, "integ") || !strcmp(name, "hol");
 }
 
 /* The n values in (dag distinct nodes) with common factors out of their
@@ -1941,6 +1942,16 @@ static void fun_energy_vel(emitter *e)
                      "    return kn_vel(t, x, p, qt);\n}\n\n", e->P);
 }
 
+/* kn_hol: g(t, q) of the holonomic constraints, as written (h values). */
+static void kernel_hol(emitter *e)
+{
+    const ch_expr **g = earr(e, e->h);
+    if (!g) return;
+    for (size_t a = 0; a < e->h; a++)
+        g[a] = e->m->constraint_orig[e->d->init.hol[a]];
+    kernel(e, "hol", e->h, g);
+}
+
 static void fun_outputs(emitter *e)
 {
     ch_buf *b = &e->fun;
@@ -1981,27 +1992,67 @@ static void fun_outputs(emitter *e)
         for (size_t j = 0; j < e->m->nintegrals; j++) f[j] = e->m->integrals[j].expr;
         kernel(e, "integ", e->m->nintegrals, f);
         ch_buf_printf(b, "    kn_integ(t, x, p, v, out + %zu);\n", col);
+        col += e->m->nintegrals;
+    }
+    /* The position residuals g(t, q) of the holonomic constraints. */
+    if (e->h > 0) {
+        kernel_hol(e);
+        ch_buf_printf(b, "    kn_hol(t, x, p, v, out + %zu);\n", col);
     }
     ch_buf_put(b, "    return 0;\n}\n\n");
 }
 
+/* PREFIX_project: with holonomic constraints, Newton on the coordinates
+ * with the step of least kinetic-metric norm, dq = -M^-1 J^T (J M^-1
+ * J^T)^-1 g (J = dg/dq, the constraints' rows of G), until the step is
+ * at rounding level; then, in the full form, three minimum mass-norm
+ * corrections of the velocities. The other forms' velocities follow from
+ * their state at the new coordinates. */
 static void fun_project(emitter *e)
 {
     ch_buf *b = &e->fun;
-    size_t n = e->n, k = e->k;
+    size_t n = e->n, k = e->k, h = e->h;
+    int vel = e->form == CH_FORM_FULL && k > 0;
     ch_buf_printf(b, "int %s_project(double t, double *x, const double *p)\n{\n", e->P);
-    if (e->form != CH_FORM_FULL || k == 0) {
+    if (!vel && h == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p;\n    return 0;\n}\n");
         return;
     }
     put_sizes(e, b);
-    ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
-                     "    for (it = 0; it < 3; it++) {\n"
-                     "        kn_dyn(t, x, p, x + %zu, o);\n"
-                     "        kn_con(t, x, p, x + %zu, ph);\n"
-                     "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
-                     "    }\n    return 0;\n}\n",
-                  n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+    ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n", n * n + k * n + n + k,
+                  k + k * k);
+    if (h > 0) {
+        ch_buf_printf(b, "    static const int hol[%zu] = {", h);
+        for (size_t a = 0; a < h; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->init.hol[a]);
+        ch_buf_printf(b, "};\n"
+                         "    double v[%zu], q[%zu], jq[%zu];\n"
+                         "    int i, j;\n"
+                         "    for (it = 0;; it++) {\n"
+                         "        double step = 0.0, size = 1.0;\n"
+                         "        if (it == 30 || kn_vel(t, x, p, v)) return 1;\n"
+                         "        kn_dyn(t, x, p, v, o);\n"
+                         "        kn_hol(t, x, p, v, ph);\n"
+                         "        for (i = 0; i < %zu; i++)\n"
+                         "            for (j = 0; j < %zu; j++) jq[i * %zu + j] = o[%zu + hol[i] * %zu + j];\n"
+                         "        for (i = 0; i < %zu; i++) q[i] = x[i];\n"
+                         "        if (la_proj(%zu, %zu, o, jq, ph, x, w, piv)) return 1;\n"
+                         "        for (i = 0; i < %zu; i++) {\n"
+                         "            if (fabs(x[i] - q[i]) > step) step = fabs(x[i] - q[i]);\n"
+                         "            if (fabs(x[i]) + 1.0 > size) size = fabs(x[i]) + 1.0;\n"
+                         "        }\n"
+                         "        if (!(step == step)) return 1;\n"
+                         "        if (step <= 1e-13 * size) break;\n"
+                         "    }\n",
+                      n, n, h * n, h, n, n, n * n, n, n, n, h, n);
+    }
+    if (vel)
+        ch_buf_printf(b, "    for (it = 0; it < 3; it++) {\n"
+                         "        kn_dyn(t, x, p, x + %zu, o);\n"
+                         "        kn_con(t, x, p, x + %zu, ph);\n"
+                         "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
+                         "    }\n",
+                      n, n, n, k, n * n, n);
+    ch_buf_put(b, "    return 0;\n}\n");
 }
 
 /* ---- names, header, assembly ------------------------------------------------ */
@@ -2098,7 +2149,7 @@ static void put_tables(emitter *e, ch_buf *b)
     c = 0;
     if (e->form == CH_FORM_HAMILTON)
         for (size_t r = 0; r < mi; r++) pre[c] = "y_", names[c++] = sym_name(e->m->q[mf->indep[r]]);
-    char (*num)[24] = calloc(2 * k + 1, sizeof *num);
+    char (*num)[24] = calloc(2 * k + e->h + 1, sizeof *num);
     if (!num) e->failed = 1;
     if (k > 0 && num) {
         if (e->form == CH_FORM_FULL)
@@ -2111,6 +2162,9 @@ static void put_tables(emitter *e, ch_buf *b)
     }
     for (size_t j = 0; j < e->m->nintegrals; j++)
         pre[c] = "", names[c++] = e->m->integrals[j].name;
+    for (size_t a = 0; num && a < e->h; a++)
+        snprintf(num[2 * k + a], sizeof num[0], "%d", e->d->init.hol[a] + 1),
+            pre[c] = "g", names[c++] = num[2 * k + a];
     ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
                   dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
     put_name_list(b, c, pre, names);
@@ -2222,9 +2276,10 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         return ch_error_set(err, CH_ERR_MODEL, e.m->file, 0, 0,
                             "the reduced form is not available for model %s", e.m->name);
     e.nx = form == CH_FORM_FULL ? 2 * e.n : e.n + e.mi;
+    e.h = d->init.nhol;
     e.nout = (form == CH_FORM_HAMILTON ? e.mi : 0) +
              (e.k ? (form == CH_FORM_FULL ? 2 * e.k : e.k) + e.n : 0) +
-             e.m->nintegrals;
+             e.m->nintegrals + e.h;
     if (set_names(&e)) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     ch_buf_init(&e.kern);
     ch_buf_init(&e.fun);
@@ -2278,7 +2333,8 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (e.facc) put_template(&e, source, "templates/lambda.c.in");
-        if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");
+        if ((form == CH_FORM_FULL && e.k > 0) || e.h > 0)
+            put_template(&e, source, "templates/project.c.in");
         ch_buf_putn(source, e.kern.s, e.kern.len);
         ch_buf_putn(source, e.fun.s, e.fun.len);
         if (header->oom || source->oom || e.kern.oom || e.fun.oom) {
