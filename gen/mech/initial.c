@@ -200,6 +200,7 @@ static int fix_positions(ini *I, ch_error *err)
             && warn(I, "the initial state violates holonomic constraint %d (residual %.3g): "
                        "coordinates are moved onto it", o->hol[a] + 1, H.val[a]) < 0)
             return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    double gworst = H.val[worst];
     /* The coordinates `initial` does not give first, then all. */
     int rc = 1;
     size_t nfree = 0;
@@ -215,9 +216,10 @@ static int fix_positions(ini *I, ch_error *err)
     }
     if (rc)
         return ch_error_set(err, CH_ERR_MODEL, m->file, at.line, at.col,
-                            "the initial state violates holonomic constraint%s %s and "
-                            "cannot be moved onto %s: %s", strchr(list, ',') ? "s" : "",
-                            list, strchr(list, ',') ? "them" : "it",
+                            "the initial state violates holonomic constraint%s %s "
+                            "(largest residual %.3g) and cannot be moved onto %s: %s",
+                            strchr(list, ',') ? "s" : "", list, gworst,
+                            strchr(list, ',') ? "them" : "it",
                             rc == 1 ? "the constraints' gradient is singular there"
                                     : "Newton's method does not converge");
     for (size_t j = 0; j < n; j++) {
