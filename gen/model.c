@@ -828,7 +828,7 @@ static int st_initial(mbuild *b, const ch_token *kw)
 }
 
 /* An integral becomes a CSV column of `run` (SPEC §2) beside E, phiN,
- * lambdaN, R_COORD and y_COORD: its name must not collide with those. */
+ * lambdaN, R_COORD, y_COORD and gN: its name must not collide with those. */
 static int csv_column_name(const char *s)
 {
     size_t digits;
@@ -836,6 +836,7 @@ static int csv_column_name(const char *s)
         return 1;
     if (strncmp(s, "phi", 3) == 0) s += 3;
     else if (strncmp(s, "lambda", 6) == 0) s += 6;
+    else if (s[0] == 'g') s += 1;
     else return 0;
     digits = strspn(s, "0123456789");
     return digits > 0 && s[digits] == 0;
@@ -851,7 +852,7 @@ static int st_integral(mbuild *b, const ch_token *kw)
     if (csv_column_name(name))
         return ch_parse_fail(&b->p, &t, CH_ERR_MODEL,
                              "integral name '%s' collides with a CSV column "
-                             "of run (E, phiN, lambdaN, R_q, y_q)", name);
+                             "of run (E, phiN, lambdaN, R_q, y_q, gN)", name);
     if (check_new_name(b, &t) || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
         return -1;
     const ch_expr *v = parse_expr_as(b, R_ANY, NULL);
