@@ -561,6 +561,8 @@ static void print_help(const chrt_system *s, const char *prog)
            "Defaults: --method rk4 --dt 1e-3 --t1 1 --every 1.\n"
            "--init sets a coordinate q, a velocity q' (dependent ones are\n"
            "recomputed from the constraints) or a state variable.\n"
+           "--project puts the state back onto the constraints after each\n"
+           "step (coordinates onto holonomic ones, velocities in the full form).\n"
            "\nstates:", prog, s->name);
     for (i = 0; i < s->nx; i++) printf(" %s", s->state_names[i]);
     printf("\nparameters:");
