@@ -709,8 +709,9 @@ static void fun_state_from(emitter *e)
                      "    const double *p, double *x)\n{\n"
                      "    double v[%zu];\n    int i;\n"
                      "    for (i = 0; i < %zu; i++) {\n        x[i] = q[i];\n        v[i] = qt[i];\n    }\n"
+                     "%s"
                      "    if (kn_dep(t, x, p, v)) return 1;\n",
-                  e->P, n, n);
+                  e->P, n, n, e->h ? "    if (kn_qproj(t, x, p, v, 1e-12)) return 1;\n" : "");
     if (e->form == CH_FORM_FULL) {
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) x[%zu + i] = v[i];\n", n, n);
     } else if (e->form == CH_FORM_REDUCED) {
@@ -1996,62 +1997,89 @@ static void fun_outputs(emitter *e)
     }
     /* The position residuals g(t, q) of the holonomic constraints. */
     if (e->h > 0) {
-        kernel_hol(e);
         ch_buf_printf(b, "    kn_hol(t, x, p, v, out + %zu);\n", col);
     }
     ch_buf_put(b, "    return 0;\n}\n\n");
 }
 
-/* PREFIX_project: with holonomic constraints, Newton on the coordinates
- * with the step of least kinetic-metric norm, dq = -M^-1 J^T (J M^-1
- * J^T)^-1 g (J = dg/dq, the constraints' rows of G), until the step is
- * at rounding level; then, in the full form, three minimum mass-norm
- * corrections of the velocities. The other forms' velocities follow from
- * their state at the new coordinates. */
-static void fun_project(emitter *e)
+/* static int kn_qproj(t, x, p, v, tol): the coordinates x[0..n) onto
+ * the holonomic constraints by Newton's method with the step of least
+ * kinetic-metric norm, dq = -M^-1 J^T (J M^-1 J^T)^-1 g (J = dg/dq, the
+ * constraints' rows of G; M at the velocities v), until the step is at
+ * rounding level; with tol > 0 only when some constraint is farther than
+ * tol (1 + max |x_j| it involves) (distance |g| / |dg/dq|). 0, or 1 when
+ * singular or not converged in 30 steps. */
+static void fun_qproj(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n, k = e->k, h = e->h;
+    ch_buf_put(b, "static int kn_qproj(double t, double *x, const double *p, const double *v,\n"
+                  "                    double tol)\n{\n");
+    put_sizes(e, b);
+    ch_buf_printf(b, "    static const int hol[%zu] = {", h);
+    for (size_t a = 0; a < h; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->init.hol[a]);
+    ch_buf_printf(b, "};\n"
+                     "    double o[%zu], g[%zu], jq[%zu], q[%zu];\n"
+                     "    int it, i, j;\n"
+                     "    for (it = 0; it < 30; it++) {\n"
+                     "        double step = 0.0, size = 1.0;\n"
+                     "        kn_dyn(t, x, p, v, o);\n"
+                     "        kn_hol(t, x, p, v, g);\n"
+                     "        for (i = 0; i < %zu; i++)\n"
+                     "            for (j = 0; j < %zu; j++) jq[i * %zu + j] = o[%zu + hol[i] * %zu + j];\n"
+                     "        if (it == 0 && tol > 0.0) {\n"
+                     "            int far = 0;\n"
+                     "            for (i = 0; i < %zu; i++) {\n"
+                     "                double nrm = 0.0, big = 0.0;\n"
+                     "                for (j = 0; j < %zu; j++) {\n"
+                     "                    nrm += jq[i * %zu + j] * jq[i * %zu + j];\n"
+                     "                    if (jq[i * %zu + j] != 0.0 && fabs(x[j]) > big) big = fabs(x[j]);\n"
+                     "                }\n"
+                     "                if (g[i] != 0.0 && !(fabs(g[i]) <= tol * (1.0 + big) * sqrt(nrm))) far = 1;\n"
+                     "            }\n"
+                     "            if (!far) return 0;\n"
+                     "        }\n"
+                     "        for (i = 0; i < %zu; i++) q[i] = x[i];\n"
+                     "        if (la_proj(%zu, %zu, o, jq, g, x, w, piv)) return 1;\n"
+                     "        for (i = 0; i < %zu; i++) {\n"
+                     "            if (fabs(x[i] - q[i]) > step) step = fabs(x[i] - q[i]);\n"
+                     "            if (fabs(x[i]) + 1.0 > size) size = fabs(x[i]) + 1.0;\n"
+                     "        }\n"
+                     "        if (!(step == step)) return 1;\n"
+                     "        if (step <= 1e-13 * size) return 0;\n"
+                     "    }\n"
+                     "    return 1;\n}\n\n",
+                  n * n + k * n + n + k, h, h * n, n, h, n, n, n * n, n, h, n, n, n, n, n, n, h,
+                  n);
+}
+
+/* PREFIX_project: the coordinates onto the holonomic constraints
+ * (kn_qproj), then, in the full form, three minimum mass-norm corrections
+ * of the velocities. The other forms' velocities follow from their state
+ * at the new coordinates. */
+static void fun_project(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n, k = e->k;
     int vel = e->form == CH_FORM_FULL && k > 0;
     ch_buf_printf(b, "int %s_project(double t, double *x, const double *p)\n{\n", e->P);
-    if (!vel && h == 0) {
+    if (!vel && e->h == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p;\n    return 0;\n}\n");
         return;
     }
-    put_sizes(e, b);
-    ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n", n * n + k * n + n + k,
-                  k + k * k);
-    if (h > 0) {
-        ch_buf_printf(b, "    static const int hol[%zu] = {", h);
-        for (size_t a = 0; a < h; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->init.hol[a]);
-        ch_buf_printf(b, "};\n"
-                         "    double v[%zu], q[%zu], jq[%zu];\n"
-                         "    int i, j;\n"
-                         "    for (it = 0;; it++) {\n"
-                         "        double step = 0.0, size = 1.0;\n"
-                         "        if (it == 30 || kn_vel(t, x, p, v)) return 1;\n"
-                         "        kn_dyn(t, x, p, v, o);\n"
-                         "        kn_hol(t, x, p, v, ph);\n"
-                         "        for (i = 0; i < %zu; i++)\n"
-                         "            for (j = 0; j < %zu; j++) jq[i * %zu + j] = o[%zu + hol[i] * %zu + j];\n"
-                         "        for (i = 0; i < %zu; i++) q[i] = x[i];\n"
-                         "        if (la_proj(%zu, %zu, o, jq, ph, x, w, piv)) return 1;\n"
-                         "        for (i = 0; i < %zu; i++) {\n"
-                         "            if (fabs(x[i] - q[i]) > step) step = fabs(x[i] - q[i]);\n"
-                         "            if (fabs(x[i]) + 1.0 > size) size = fabs(x[i]) + 1.0;\n"
-                         "        }\n"
-                         "        if (!(step == step)) return 1;\n"
-                         "        if (step <= 1e-13 * size) break;\n"
-                         "    }\n",
-                      n, n, h * n, h, n, n, n * n, n, n, n, h, n);
-    }
-    if (vel)
-        ch_buf_printf(b, "    for (it = 0; it < 3; it++) {\n"
+    if (e->h > 0)
+        ch_buf_printf(b, "    double v[%zu];\n"
+                         "    if (kn_vel(t, x, p, v) || kn_qproj(t, x, p, v, 0.0)) return 1;\n", n);
+    if (vel) {
+        put_sizes(e, b);
+        ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
+                         "    for (it = 0; it < 3; it++) {\n"
                          "        kn_dyn(t, x, p, x + %zu, o);\n"
                          "        kn_con(t, x, p, x + %zu, ph);\n"
                          "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
                          "    }\n",
-                      n, n, n, k, n * n, n);
+                      n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+    }
     ch_buf_put(b, "    return 0;\n}\n");
 }
 
@@ -2305,6 +2333,10 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
     if (e.ham_numeric) kernel_hyt(&e);
     else if (form == CH_FORM_HAMILTON) kernel_ham(&e);
+    if (e.h > 0) {
+        kernel_hol(&e);
+        fun_qproj(&e);
+    }
     fun_state_from(&e);
     fun_rhs(&e);
     fun_energy_vel(&e);

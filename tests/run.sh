@@ -113,11 +113,42 @@ done
 # A consistent initial state gives no warning at all.
 "$bin" run "$src/examples/pendulum_xy.nh" --t1 0 >/dev/null 2>"$tmp/err"
 if [ ! -s "$tmp/err" ]; then ok; else bad "pendulum_xy warns: $(cat "$tmp/err")"; fi
+# --set l=2 and --init x=0.7 give states off the circle: state_from moves
+# them onto it (least kinetic-energy norm, here Euclidean: radially), with
+# the runtime's warning; l = 2 scales (0.6, -0.8) to (1.2, -1.6), and
+# (0.7, -0.8) goes to (0.7, -0.8)/|(0.7, -0.8)|. The driver does the same.
+pxy=$src/examples/pendulum_xy.nh
+for form in full reduced hamilton; do
+    "$bin" run "$pxy" --form "$form" --t1 0 --set l=2 >"$tmp/l2.csv" 2>"$tmp/err"
+    if [ "$(cat "$tmp/err")" = "chetaev run: warning: x=0.59999999999999998 is moved to 1.1999999999999997 onto the holonomic constraints; y=-0.80000000000000004 is moved to -1.6000000000000001 onto the holonomic constraints" ]
+    then ok; else bad "--set l=2 $form: $(cat "$tmp/err")"; fi
+    "$bin" run "$pxy" --form "$form" --t1 0 --init x=0.7 >"$tmp/x7.csv" 2>"$tmp/err"
+    grep -q "warning: --init x=0.69999999999999996 is moved to 0.658504607868518.* onto the holonomic constraints; y=-0.80000000000000004 is moved to" "$tmp/err" \
+        && ok || bad "--init x=0.7 $form: $(cat "$tmp/err")"
+    awk -F, 'NR == 2 { r = sqrt(0.7 * 0.7 + 0.8 * 0.8); dx = $2 - 0.7 / r; dy = $3 + 0.8 / r
+                       if (dx * dx + dy * dy > 1e-26) exit 1 }' "$tmp/x7.csv" \
+        && ok || bad "--init x=0.7 $form: not the radial projection: $(sed -n 2p "$tmp/x7.csv")"
+    awk -F, 'NR == 2 { dx = $2 - 1.2; dy = $3 + 1.6; if (dx * dx + dy * dy > 1e-26) exit 1 }' "$tmp/l2.csv" \
+        && ok || bad "--set l=2 $form: $(sed -n 2p "$tmp/l2.csv")"
+done
+"$bin" emit "$pxy" --form reduced -o "$tmp/pxyd" --driver >/dev/null 2>&1 &&
+    cc -O2 "$tmp"/pxyd/*.c -lm -o "$tmp/pxyd/prog" 2>"$tmp/err" &&
+    "$tmp/pxyd/prog" --t1 0 --set l=2 >"$tmp/l2d.csv" 2>"$tmp/err" &&
+    grep -q "warning: x=0.59999999999999998 is moved to 1.1999999999999997" "$tmp/err" &&
+    "$bin" run "$pxy" --t1 0 --set l=2 2>/dev/null | cmp -s - "$tmp/l2d.csv" \
+    && ok || bad "driver --set l=2: $(cat "$tmp/err")"
 # A dependent velocity alone (knife edge, y' = tan(phi) x' = 0): recomputed
 # with the warning of SPEC §1, in the repl too.
 sed "s/^initial.*/initial x=0 y=0 phi=0 x'=1 y'=0.25 phi'=0.3/" "$knife" >"$tmp/knife_y.nh"
 expect 0 "knife_y.nh:[0-9]*:1: warning: initial y'=0.25 is recomputed from the constraints as 0\$" -- \
     run "$tmp/knife_y.nh" --t1 0
+# Implicit alpha (exp(z' - c |v|) = 1, solved by Newton): z' = c |v| =
+# 0.5 * 5 for x' = 3, y' = 4; the example's own z' = 3 sqrt(2) is right.
+sed "s/^initial.*/initial x=0 y=0 z=0 x'=3 y'=4 z'=1/" "$src/examples/exp_constraint.nh" >"$tmp/expc.nh"
+expect 0 "expc.nh:[0-9]*:1: warning: initial z'=1 is recomputed from the constraints as 2.5\$" -- \
+    run "$tmp/expc.nh" --t1 0 --form full
+"$bin" run "$src/examples/exp_constraint.nh" --t1 0 >/dev/null 2>"$tmp/err"
+if [ ! -s "$tmp/err" ]; then ok; else bad "exp_constraint warns: $(cat "$tmp/err")"; fi
 printf 'quit\n' | "$bin" repl "$tmp/knife_y.nh" >/dev/null 2>"$tmp/err"
 if grep -q "warning: initial y'=0.25 is recomputed from the constraints as 0\$" "$tmp/err"; then ok; else
     bad "repl does not warn: $(cat "$tmp/err")"; fi

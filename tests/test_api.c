@@ -219,6 +219,15 @@ static void test_warnings(void)
         CHECK_NEAR(x[1], -0.8, 1e-15);
         CHECK(ch_system_velocities(s, qt, &err) == 0);
         CHECK_NEAR(qt[1], 0.6, 1e-15);
+        /* l = 2: reset scales the state onto the circle of radius 2 */
+        CHECK(ch_system_set_param(s, "l", 2, &err) == 0);
+        CHECK(ch_system_reset(s, &err) == 0);
+        CHECK_NEAR(ch_system_state(s)[0], 1.2, 1e-14);
+        CHECK_NEAR(ch_system_state(s)[1], -1.6, 1e-14);
+        /* x = 1.6 alone is off it: moved radially, (1.6, -1.6) / sqrt(2) * 2 */
+        CHECK(ch_system_set_state(s, "x", 1.6, &err) == 0);
+        CHECK_NEAR(ch_system_state(s)[0], sqrt(2.0), 1e-14);
+        CHECK_NEAR(ch_system_state(s)[1], -sqrt(2.0), 1e-14);
         ch_system_free(s);
     }
     ch_problem_free(pb);
