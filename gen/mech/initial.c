@@ -214,6 +214,16 @@ static int fix_positions(ini *I, ch_error *err)
         memcpy(q, o->q, n * sizeof *q);
         rc = holo_newton(I, &H, use, q, o->qt);
     }
+    if (rc && !m->initial_pos.line) {
+        /* no `initial` statement: the zero state is nobody's choice, and
+         * `run --init` may still give a good one */
+        o->nwarn = 0;
+        return warn(I, "the model has no initial statement and its zero state violates "
+                       "holonomic constraint%s %s (largest residual %.3g) beyond correction: "
+                       "give an initial state (initial, or run --init)",
+                    strchr(list, ',') ? "s" : "", list, gworst) < 0
+                   ? ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory") : 0;
+    }
     if (rc)
         return ch_error_set(err, CH_ERR_MODEL, m->file, at.line, at.col,
                             "the initial state violates holonomic constraint%s %s "

@@ -13,7 +13,8 @@
  * it involves); below that the coordinates are left as written, so a
  * state given to the last digit is not rewritten by rounding. Every
  * coordinate moved gets a warning; when Newton fails (singular gradient,
- * no convergence) the model is refused (CH_ERR_MODEL at `initial`).
+ * no convergence) the model is refused (CH_ERR_MODEL at `initial`), or,
+ * when it has no `initial` statement, warned about and left as it is.
  *
  * Velocities: the dependent velocities (the derivation's split) solve
  * the velocity-level constraints phi(0, q, q') = 0 at the corrected
