@@ -116,6 +116,16 @@ ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
     return problem_new(name ? name : "model", text, len, err);
 }
 
+size_t ch_problem_warning_count(const ch_problem *pb)
+{
+    return pb ? pb->der->init.nwarn : 0;
+}
+
+const char *ch_problem_warning(const ch_problem *pb, size_t i)
+{
+    return pb && i < pb->der->init.nwarn ? pb->der->init.warn[i] : NULL;
+}
+
 void ch_problem_free(ch_problem *pb)
 {
     if (!pb) return;

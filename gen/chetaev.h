@@ -76,6 +76,14 @@ ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
                              ch_err *err);
 void ch_problem_free(ch_problem *pb);
 const char *ch_problem_name(const ch_problem *pb);
+/* Warnings about the model that do not stop it: what was made consistent
+ * in its `initial` state (SPEC §1) — a coordinate moved onto a holonomic
+ * constraint, a dependent velocity recomputed from the constraints. Each
+ * is one line "FILE:LINE:COL: warning: MESSAGE", as `chetaev` prints it;
+ * i in [0, count), NULL otherwise; valid until ch_problem_free. Compiled
+ * systems start from the corrected state. */
+size_t ch_problem_warning_count(const ch_problem *pb);
+const char *ch_problem_warning(const ch_problem *pb, size_t i);
 
 /* ---- compiled systems --------------------------------------------------- */
 
@@ -122,13 +130,16 @@ double ch_system_time(const ch_system *s);
 /* The current state (nx values, valid until ch_system_free). */
 const double *ch_system_state(const ch_system *s);
 /* t = 0 and the model's initial state (coordinates and velocities of the
- * `initial` statement) under the current parameters: dependent velocities
- * and momenta follow the parameters, as with `run --set`. */
+ * `initial` statement, made consistent: ch_problem_warning) under the
+ * current parameters: dependent velocities and momenta follow the
+ * parameters, and coordinates are moved onto holonomic constraints that
+ * the parameters change (least kinetic-metric step), as with `run --set`. */
 int ch_system_reset(ch_system *s, ch_err *err);
 /* Sets one value of the current state by name, as `run --init` does: a
  * coordinate "x" or a velocity "x'" keeps the other coordinates and
  * velocities and recomputes the form's state from them (dependent
- * velocities follow the constraints: read them back with
+ * velocities follow the constraints, and coordinates off a holonomic
+ * constraint are moved onto it: read them back with ch_system_state and
  * ch_system_velocities); any other state name ("y_x") is set directly. */
 int ch_system_set_state(ch_system *s, const char *name, double value,
                         ch_err *err);

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "mech/chetaev.h"
 #include "mech/hamilton.h"
+#include "mech/initial.h"
 #include "mech/lagrange.h"
 #include "mech/manifold.h"
 #include "mech/reduce.h"
@@ -58,6 +59,7 @@ typedef struct ch_derivation {
     ch_chetaev chet;
     ch_reduced red;
     ch_hamilton ham;
+    ch_initial init; /* the consistent initial state and its warnings */
     size_t n;
     ch_entry *entry;
 } ch_derivation;

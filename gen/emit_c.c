@@ -62,6 +62,7 @@ typedef struct {
     ch_form form;
     const char *P;            /* validated prefix */
     size_t n, k, mi, nx, nout;
+    size_t h;                 /* holonomic constraints (d->init.hol) */
     const char **symtext;     /* by sid */
     size_t nsyms;
     ch_buf kern;              /* kernels */
@@ -240,7 +241,7 @@ static double call_cost(const ch_opcount *c);
 static int every_form(const char *name)
 {
     return !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
-           !strcmp(name, "integ");
+           !strcmp(name, "integ") || !strcmp(name, "hol");
 }
 
 /* The n values in (dag distinct nodes) with common factors out of their
@@ -768,8 +769,9 @@ static void fun_state_from(emitter *e)
                      "    const double *p, double *x)\n{\n"
                      "    double v[%zu];\n    int i;\n"
                      "    for (i = 0; i < %zu; i++) {\n        x[i] = q[i];\n        v[i] = qt[i];\n    }\n"
+                     "%s"
                      "    if (kn_dep(t, x, p, v)) return 1;\n",
-                  e->P, n, n);
+                  e->P, n, n, e->h ? "    if (kn_qproj(t, x, p, v, 1e-12)) return 1;\n" : "");
     if (e->form == CH_FORM_FULL) {
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) x[%zu + i] = v[i];\n", n, n);
     } else if (e->form == CH_FORM_REDUCED) {
@@ -782,12 +784,12 @@ static void fun_state_from(emitter *e)
     ch_buf_printf(b, "void %s_initial(double *x)\n{\n    static const double q[%zu] = {", e->P, n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->m->q0[i]);
+        put_double(b, e->d->init.q[i]);
     }
     ch_buf_printf(b, "};\n    static const double qt[%zu] = {", n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->m->qt0[i]);
+        put_double(b, e->d->init.qt[i]);
     }
     ch_buf_printf(b, "};\n    (void)%s_state_from(0.0, q, qt, %s_param_defaults, x);\n}\n\n",
                   e->P, e->P);
@@ -2004,6 +2006,16 @@ static void fun_energy_vel(emitter *e)
                      "    return kn_vel(t, x, p, qt);\n}\n\n", e->P);
 }
 
+/* kn_hol: g(t, q) of the holonomic constraints, as written (h values). */
+static void kernel_hol(emitter *e)
+{
+    const ch_expr **g = earr(e, e->h);
+    if (!g) return;
+    for (size_t a = 0; a < e->h; a++)
+        g[a] = e->m->constraint_orig[e->d->init.hol[a]];
+    kernel(e, "hol", e->h, g);
+}
+
 static void fun_outputs(emitter *e)
 {
     ch_buf *b = &e->fun;
@@ -2044,27 +2056,94 @@ static void fun_outputs(emitter *e)
         for (size_t j = 0; j < e->m->nintegrals; j++) f[j] = e->m->integrals[j].expr;
         kernel(e, "integ", e->m->nintegrals, f);
         ch_buf_printf(b, "    kn_integ(t, x, p, v, out + %zu);\n", col);
+        col += e->m->nintegrals;
+    }
+    /* The position residuals g(t, q) of the holonomic constraints. */
+    if (e->h > 0) {
+        ch_buf_printf(b, "    kn_hol(t, x, p, v, out + %zu);\n", col);
     }
     ch_buf_put(b, "    return 0;\n}\n\n");
 }
 
+/* static int kn_qproj(t, x, p, v, tol): the coordinates x[0..n) onto
+ * the holonomic constraints by Newton's method with the step of least
+ * kinetic-metric norm, dq = -M^-1 J^T (J M^-1 J^T)^-1 g (J = dg/dq, the
+ * constraints' rows of G; M at the velocities v), until the step is at
+ * rounding level; with tol > 0 only when some constraint is farther than
+ * tol (1 + max |x_j| it involves) (distance |g| / |dg/dq|). 0, or 1 when
+ * singular or not converged in 30 steps. */
+static void fun_qproj(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t n = e->n, k = e->k, h = e->h;
+    ch_buf_put(b, "static int kn_qproj(double t, double *x, const double *p, const double *v,\n"
+                  "                    double tol)\n{\n");
+    put_sizes(e, b);
+    ch_buf_printf(b, "    static const int hol[%zu] = {", h);
+    for (size_t a = 0; a < h; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->init.hol[a]);
+    ch_buf_printf(b, "};\n"
+                     "    double o[%zu], g[%zu], jq[%zu], q[%zu];\n"
+                     "    int it, i, j;\n"
+                     "    for (it = 0; it < 30; it++) {\n"
+                     "        double step = 0.0, size = 1.0;\n"
+                     "        kn_dyn(t, x, p, v, o);\n"
+                     "        kn_hol(t, x, p, v, g);\n"
+                     "        for (i = 0; i < %zu; i++)\n"
+                     "            for (j = 0; j < %zu; j++) jq[i * %zu + j] = o[%zu + hol[i] * %zu + j];\n"
+                     "        if (it == 0 && tol > 0.0) {\n"
+                     "            int far = 0;\n"
+                     "            for (i = 0; i < %zu; i++) {\n"
+                     "                double nrm = 0.0, big = 0.0;\n"
+                     "                for (j = 0; j < %zu; j++) {\n"
+                     "                    nrm += jq[i * %zu + j] * jq[i * %zu + j];\n"
+                     "                    if (jq[i * %zu + j] != 0.0 && fabs(x[j]) > big) big = fabs(x[j]);\n"
+                     "                }\n"
+                     "                if (g[i] != 0.0 && !(fabs(g[i]) <= tol * (1.0 + big) * sqrt(nrm))) far = 1;\n"
+                     "            }\n"
+                     "            if (!far) return 0;\n"
+                     "        }\n"
+                     "        for (i = 0; i < %zu; i++) q[i] = x[i];\n"
+                     "        if (la_proj(%zu, %zu, o, jq, g, x, w, piv)) return 1;\n"
+                     "        for (i = 0; i < %zu; i++) {\n"
+                     "            if (fabs(x[i] - q[i]) > step) step = fabs(x[i] - q[i]);\n"
+                     "            if (fabs(x[i]) + 1.0 > size) size = fabs(x[i]) + 1.0;\n"
+                     "        }\n"
+                     "        if (!(step == step)) return 1;\n"
+                     "        if (step <= 1e-13 * size) return 0;\n"
+                     "    }\n"
+                     "    return 1;\n}\n\n",
+                  n * n + k * n + n + k, h, h * n, n, h, n, n, n * n, n, h, n, n, n, n, n, n, h,
+                  n);
+}
+
+/* PREFIX_project: the coordinates onto the holonomic constraints
+ * (kn_qproj), then, in the full form, three minimum mass-norm corrections
+ * of the velocities. The other forms' velocities follow from their state
+ * at the new coordinates. */
 static void fun_project(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n, k = e->k;
+    int vel = e->form == CH_FORM_FULL && k > 0;
     ch_buf_printf(b, "int %s_project(double t, double *x, const double *p)\n{\n", e->P);
-    if (e->form != CH_FORM_FULL || k == 0) {
+    if (!vel && e->h == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p;\n    return 0;\n}\n");
         return;
     }
-    put_sizes(e, b);
-    ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
-                     "    for (it = 0; it < 3; it++) {\n"
-                     "        kn_dyn(t, x, p, x + %zu, o);\n"
-                     "        kn_con(t, x, p, x + %zu, ph);\n"
-                     "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
-                     "    }\n    return 0;\n}\n",
-                  n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+    if (e->h > 0)
+        ch_buf_printf(b, "    double v[%zu];\n"
+                         "    if (kn_vel(t, x, p, v) || kn_qproj(t, x, p, v, 0.0)) return 1;\n", n);
+    if (vel) {
+        put_sizes(e, b);
+        ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
+                         "    for (it = 0; it < 3; it++) {\n"
+                         "        kn_dyn(t, x, p, x + %zu, o);\n"
+                         "        kn_con(t, x, p, x + %zu, ph);\n"
+                         "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
+                         "    }\n",
+                      n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+    }
+    ch_buf_put(b, "    return 0;\n}\n");
 }
 
 /* ---- names, header, assembly ------------------------------------------------ */
@@ -2161,7 +2240,7 @@ static void put_tables(emitter *e, ch_buf *b)
     c = 0;
     if (e->form == CH_FORM_HAMILTON)
         for (size_t r = 0; r < mi; r++) pre[c] = "y_", names[c++] = sym_name(e->m->q[mf->indep[r]]);
-    char (*num)[24] = calloc(2 * k + 1, sizeof *num);
+    char (*num)[24] = calloc(2 * k + e->h + 1, sizeof *num);
     if (!num) e->failed = 1;
     if (k > 0 && num) {
         if (e->form == CH_FORM_FULL)
@@ -2174,6 +2253,9 @@ static void put_tables(emitter *e, ch_buf *b)
     }
     for (size_t j = 0; j < e->m->nintegrals; j++)
         pre[c] = "", names[c++] = e->m->integrals[j].name;
+    for (size_t a = 0; num && a < e->h; a++)
+        snprintf(num[2 * k + a], sizeof num[0], "%d", e->d->init.hol[a] + 1),
+            pre[c] = "g", names[c++] = num[2 * k + a];
     ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
                   dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
     put_name_list(b, c, pre, names);
@@ -2285,9 +2367,10 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         return ch_error_set(err, CH_ERR_MODEL, e.m->file, 0, 0,
                             "the reduced form is not available for model %s", e.m->name);
     e.nx = form == CH_FORM_FULL ? 2 * e.n : e.n + e.mi;
+    e.h = d->init.nhol;
     e.nout = (form == CH_FORM_HAMILTON ? e.mi : 0) +
              (e.k ? (form == CH_FORM_FULL ? 2 * e.k : e.k) + e.n : 0) +
-             e.m->nintegrals;
+             e.m->nintegrals + e.h;
     if (set_names(&e)) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     ch_buf_init(&e.kern);
     ch_buf_init(&e.fun);
@@ -2313,6 +2396,10 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (form == CH_FORM_REDUCED || e.ham_numeric) fun_acc(&e);
     if (e.ham_numeric) kernel_hyt(&e);
     else if (form == CH_FORM_HAMILTON) kernel_ham(&e);
+    if (e.h > 0) {
+        kernel_hol(&e);
+        fun_qproj(&e);
+    }
     fun_state_from(&e);
     fun_rhs(&e);
     fun_energy_vel(&e);
@@ -2341,7 +2428,8 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (e.facc) put_template(&e, source, "templates/lambda.c.in");
-        if (form == CH_FORM_FULL && e.k > 0) put_template(&e, source, "templates/project.c.in");
+        if ((form == CH_FORM_FULL && e.k > 0) || e.h > 0)
+            put_template(&e, source, "templates/project.c.in");
         ch_buf_putn(source, e.kern.s, e.kern.len);
         ch_buf_putn(source, e.fun.s, e.fun.len);
         if (header->oom || source->oom || e.kern.oom || e.fun.oom) {

@@ -55,15 +55,20 @@ ch_status ch_error_set(ch_error *err, ch_status code, const char *file,
     return code;
 }
 
-/* Position parts are written only when known: "f:3:7: ", "f:3: ", "f: ",
- * "3:7: " or nothing; a column without a line means nothing. */
 void ch_error_format(const ch_error *err, char *buf, unsigned long size)
 {
-    if (!buf || size == 0) return;
-    if (!err) {
+    if (buf && size && !err) {
         snprintf(buf, size, "error: unknown error");
         return;
     }
+    ch_diag_format(err, "error", buf, size);
+}
+
+/* Position parts are written only when known: "f:3:7: ", "f:3: ", "f: ",
+ * "3:7: " or nothing; a column without a line means nothing. */
+void ch_diag_format(const ch_error *err, const char *kind, char *buf, unsigned long size)
+{
+    if (!buf || size == 0 || !err) return;
     char pos[64];
     pos[0] = '\0';
     if (err->line > 0 && err->col > 0)
@@ -72,11 +77,11 @@ void ch_error_format(const ch_error *err, char *buf, unsigned long size)
         snprintf(pos, sizeof pos, "%d", err->line);
     const char *file = err->file && err->file[0] ? err->file : NULL;
     if (file && pos[0])
-        snprintf(buf, size, "%s:%s: error: %s", file, pos, err->msg);
+        snprintf(buf, size, "%s:%s: %s: %s", file, pos, kind, err->msg);
     else if (file)
-        snprintf(buf, size, "%s: error: %s", file, err->msg);
+        snprintf(buf, size, "%s: %s: %s", file, kind, err->msg);
     else if (pos[0])
-        snprintf(buf, size, "%s: error: %s", pos, err->msg);
+        snprintf(buf, size, "%s: %s: %s", pos, kind, err->msg);
     else
-        snprintf(buf, size, "error: %s", err->msg);
+        snprintf(buf, size, "%s: %s", kind, err->msg);
 }

@@ -36,5 +36,9 @@ ch_status ch_error_set(ch_error *err, ch_status code, const char *file,
     ;
 /* "FILE:LINE:COL: error: MSG" (parts without value omitted) into buf. */
 void ch_error_format(const ch_error *err, char *buf, unsigned long size);
+/* The same with another word than "error" ("warning": a diagnostic in
+ * err's message and position that does not stop anything). */
+void ch_diag_format(const ch_error *err, const char *kind, char *buf,
+                    unsigned long size);
 
 #endif

@@ -8,6 +8,7 @@
 #include "compile.h"
 #include "diff.h"
 #include "eval.h"
+#include "matrix.h"
 
 static const double two_pi = 6.283185307179586476925286766559;
 
@@ -139,34 +140,6 @@ static void holo_eval(holo *H, const double *q)
     ch_eval_d_many(H->ctx, H->h + H->h * H->k, H->ex, H->symval, H->val);
 }
 
-/* Solves the h x h system A z = b in place (partial pivoting); 1 when
- * singular. */
-static int solve_small(size_t h, double *A, double *b)
-{
-    for (size_t c = 0; c < h; c++) {
-        size_t piv = c;
-        for (size_t r = c + 1; r < h; r++)
-            if (fabs(A[r * h + c]) > fabs(A[piv * h + c])) piv = r;
-        if (!(fabs(A[piv * h + c]) > 0)) return 1;
-        for (size_t j = 0; j < h; j++) {
-            double tmp = A[c * h + j];
-            A[c * h + j] = A[piv * h + j], A[piv * h + j] = tmp;
-        }
-        double tb = b[c];
-        b[c] = b[piv], b[piv] = tb;
-        for (size_t r = c + 1; r < h; r++) {
-            double f = A[r * h + c] / A[c * h + c];
-            for (size_t j = c; j < h; j++) A[r * h + j] -= f * A[c * h + j];
-            b[r] -= f * b[c];
-        }
-    }
-    for (size_t c = h; c-- > 0;) {
-        for (size_t j = c + 1; j < h; j++) b[c] -= A[c * h + j] * b[j];
-        b[c] /= A[c * h + c];
-    }
-    return 0;
-}
-
 /* Newton with the minimum-norm step dq_dep = -J^T (J J^T)^-1 (g - g0) on
  * the dependent coordinates (J has full row rank: the dependent block of
  * G is invertible). 0, or 1 when it does not converge. */
@@ -191,7 +164,7 @@ static int holo_project(holo *H, double *q)
                 for (size_t b = 0; b < k; b++) s += J[a * k + b] * J[c * k + b];
                 A[a * h + c] = s;
             }
-        if (solve_small(h, A, z)) return 1;
+        if (ch_dense_solve(h, A, z, 0.0)) return 1;
         double step = 0.0;
         for (size_t b = 0; b < k; b++) {
             double dq = 0.0;

@@ -91,8 +91,9 @@ static const char *const usage_run =
     "Emits the form's C code, compiles it in process and integrates from\n"
     "t = 0 to T, by default with error control (dop853). CSV columns: t, the\n"
     "coordinates, their velocities NAME' (all of them), E, then the optional\n"
-    "columns of the form. Rows: the initial state, one per accepted step (or\n"
-    "every K-th, or on the --dt-out grid), the last one at T exactly. Fixed\n"
+    "columns of the form, and gN, the position residual of each holonomic\n"
+    "constraint N. Rows: the initial state, one per accepted step (or every\n"
+    "K-th, or on the --dt-out grid), the last one at T exactly. Fixed\n"
     "methods take ceil(T/H) steps, the last one ending exactly at T.\n"
     "\n"
     "options:\n"
@@ -115,11 +116,13 @@ static const char *const usage_run =
     "                 re-charts on stderr\n"
     "  --set p=v      parameter value (repeatable)\n"
     "  --init q=v     initial coordinate (x=1) or velocity (x'=0) in every\n"
-    "                 form; dependent velocities are recomputed from the\n"
+    "                 form; coordinates are moved onto holonomic constraints\n"
+    "                 and dependent velocities recomputed from the\n"
     "                 constraints (with a warning), momenta follow; other\n"
     "                 state variables (y_x) are set as given (repeatable)\n"
-    "  --project      project the state onto the constraints after each step\n"
-    "                 (full form; a no-op for the others)\n"
+    "  --project      project the state onto the constraints after each step:\n"
+    "                 coordinates onto the holonomic ones (every form), then\n"
+    "                 velocities (full form)\n"
     "  --compiler C   tcc (default, in memory) or cc (system compiler, dlopen)\n"
     "  -o FILE        write the CSV to FILE instead of stdout\n"
     "  --plot FILE    also write an SVG plot of the run (the CSV is written as\n"
@@ -231,6 +234,8 @@ static int load_derive(ch_ctx *ctx, const char *path, size_t max_nodes,
                           "'%s' statement; see --max-nodes)", st);
         return report(&err);
     }
+    /* what was made consistent in the model's initial state (SPEC §1) */
+    for (size_t i = 0; i < (*d)->init.nwarn; i++) fprintf(stderr, "%s\n", (*d)->init.warn[i]);
     return 0;
 }
 

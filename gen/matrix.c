@@ -382,3 +382,34 @@ int ch_mat_vec(ch_ctx *ctx, size_t rows, size_t cols,
     free(terms);
     return rc;
 }
+
+/* ---- numeric ---------------------------------------------------------- */
+
+int ch_dense_solve(size_t h, double *A, double *b, double rtol)
+{
+    double big = 0.0;
+    for (size_t i = 0; i < h * h; i++) big = fmax(big, fabs(A[i]));
+    if (!isfinite(big)) return 1;
+    for (size_t c = 0; c < h; c++) {
+        size_t piv = c;
+        for (size_t r = c + 1; r < h; r++)
+            if (fabs(A[r * h + c]) > fabs(A[piv * h + c])) piv = r;
+        if (!(fabs(A[piv * h + c]) > rtol * big)) return 1;
+        for (size_t j = 0; j < h; j++) {
+            double tmp = A[c * h + j];
+            A[c * h + j] = A[piv * h + j], A[piv * h + j] = tmp;
+        }
+        double tb = b[c];
+        b[c] = b[piv], b[piv] = tb;
+        for (size_t r = c + 1; r < h; r++) {
+            double f = A[r * h + c] / A[c * h + c];
+            for (size_t j = c; j < h; j++) A[r * h + j] -= f * A[c * h + j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (size_t c = h; c-- > 0;) {
+        for (size_t j = c + 1; j < h; j++) b[c] -= A[c * h + j] * b[j];
+        b[c] /= A[c * h + c];
+    }
+    return 0;
+}

@@ -64,4 +64,12 @@ int ch_mat_vec(ch_ctx *ctx, size_t rows, size_t cols,
                const ch_expr *const *A, const ch_expr *const *x,
                const ch_expr **y);
 
+/* ---- numeric ---------------------------------------------------------- */
+
+/* Solves the h x h system A z = b in place (Gaussian elimination with
+ * partial pivoting; A is overwritten, b gets z). Returns 1 when A is
+ * singular: a pivot of magnitude <= rtol times the largest |entry| of A
+ * (rtol = 0: only an exact zero), or not finite. */
+int ch_dense_solve(size_t h, double *A, double *b, double rtol);
+
 #endif

@@ -95,7 +95,7 @@ typedef struct {
     table names;
     vec coords, params, defines, constraints, integrals, fields, dependent;
     ch_pos seen[ST_COUNT]; /* first position of each statement kind */
-    char *q0_given, *comp_given; /* n flags each */
+    char *comp_given; /* n flags */
     ch_token field_name;         /* of the field being parsed */
     /* what the expression being parsed may use */
     rmode mode;
@@ -644,13 +644,12 @@ static int st_coordinates(mbuild *b, const ch_token *kw)
     if (for_items(b, coord_item_fn)) return -1;
     ch_model *m = b->m;
     size_t n = m->n = b->coords.n;
-    b->q0_given = calloc(n, 1);
     b->comp_given = calloc(n, 1);
     if (!ALLOC_N(m->q, n) || !ALLOC_N(m->qt, n) || !ALLOC_N(m->qtt, n)
         || !ALLOC_N(m->q_pos, n) || !ALLOC_N(m->force, n)
         || !ALLOC_N(m->force_pos, n) || !ALLOC_N(m->q0, n)
-        || !ALLOC_N(m->qt0, n) || !ALLOC_N(m->qt0_given, n) || !b->q0_given
-        || !b->comp_given)
+        || !ALLOC_N(m->qt0, n) || !ALLOC_N(m->qt0_given, n)
+        || !ALLOC_N(m->q0_given, n) || !b->comp_given)
         return oom(b);
     for (size_t i = 0; i < n; i++)
         if (make_coordinate(b, i)) return -1;
@@ -805,7 +804,7 @@ static int initial_item_fn(mbuild *b)
         return fail_tok(b, &t, "bad initial name ",
                         ": only coordinates and velocities have initial "
                         "values");
-    int dup = t.primes ? b->m->qt0_given[i] : b->q0_given[i];
+    int dup = t.primes ? b->m->qt0_given[i] : b->m->q0_given[i];
     if (dup) return fail_tok(b, &t, "duplicate initial value for ", "");
     if (ch_parse_advance(&b->p)
         || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'=' and a value"))
@@ -817,7 +816,7 @@ static int initial_item_fn(mbuild *b)
         b->m->qt0_given[i] = 1;
     } else {
         b->m->q0[i] = v;
-        b->q0_given[i] = 1;
+        b->m->q0_given[i] = 1;
     }
     return 0;
 }
@@ -829,7 +828,7 @@ static int st_initial(mbuild *b, const ch_token *kw)
 }
 
 /* An integral becomes a CSV column of `run` (SPEC §2) beside E, phiN,
- * lambdaN, R_COORD and y_COORD: its name must not collide with those. */
+ * lambdaN, R_COORD, y_COORD and gN: its name must not collide with those. */
 static int csv_column_name(const char *s)
 {
     size_t digits;
@@ -837,6 +836,7 @@ static int csv_column_name(const char *s)
         return 1;
     if (strncmp(s, "phi", 3) == 0) s += 3;
     else if (strncmp(s, "lambda", 6) == 0) s += 6;
+    else if (s[0] == 'g') s += 1;
     else return 0;
     digits = strspn(s, "0123456789");
     return digits > 0 && s[digits] == 0;
@@ -852,7 +852,7 @@ static int st_integral(mbuild *b, const ch_token *kw)
     if (csv_column_name(name))
         return ch_parse_fail(&b->p, &t, CH_ERR_MODEL,
                              "integral name '%s' collides with a CSV column "
-                             "of run (E, phiN, lambdaN, R_q, y_q)", name);
+                             "of run (E, phiN, lambdaN, R_q, y_q, gN)", name);
     if (check_new_name(b, &t) || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
         return -1;
     const ch_expr *v = parse_expr_as(b, R_ANY, NULL);
@@ -1149,7 +1149,6 @@ static void builder_free(mbuild *b)
     vec *v[] = {&b->coords, &b->params, &b->defines, &b->constraints,
                 &b->integrals, &b->fields, &b->dependent};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]->v);
-    free(b->q0_given);
     free(b->comp_given);
 }
 

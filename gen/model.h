@@ -71,6 +71,7 @@ typedef struct ch_model {
     ch_pos dependent_pos;
 
     double *q0, *qt0;       /* initial state, 0 where not given */
+    int *q0_given;          /* 1 where the coordinate was given in `initial` */
     int *qt0_given;         /* 1 where the velocity was given in `initial` */
     ch_pos initial_pos;
 

@@ -145,6 +145,8 @@ static int load(repl *r, const char *path, ch_ctx **ctx, ch_model **m,
         *ctx = NULL;
         return -1;
     }
+    for (size_t i = 0; i < (*d)->init.nwarn; i++) fprintf(r->o->err, "%s\n", (*d)->init.warn[i]);
+    fflush(r->o->err);
     return 0;
 }
 

@@ -722,7 +722,7 @@ static int each_init(int argc, char **argv, init_fn fn, void *ctx)
 typedef struct {
     const chrt_system *s;
     double *x0, *q, *qt, *want;
-    unsigned char *given;
+    unsigned char *given; /* 1: velocity, 2: coordinate given by --init */
     int via; /* state_from is needed */
     char *errbuf;
     size_t errlen;
@@ -733,10 +733,13 @@ static int init_q(void *vc, const char *name, size_t len, double v)
     init_ctx *c = vc;
     int k, kind = init_kind(c->s, name, len, &k);
     if (kind == INIT_UNKNOWN) return unknown_init(c->s, name, len, c->errbuf, c->errlen);
-    if (kind == INIT_COORD) c->q[k] = v;
+    if (kind == INIT_COORD) {
+        c->q[k] = v;
+        c->given[k] |= 2;
+    }
     if (kind == INIT_VELOCITY) {
         c->qt[k] = c->want[k] = v;
-        c->given[k] = 1;
+        c->given[k] |= 1;
     }
     c->via |= kind != INIT_STATE;
     return CHRT_OK;
@@ -750,15 +753,26 @@ static int init_state(void *vc, const char *name, size_t len, double v)
     return CHRT_OK;
 }
 
-/* Velocities given by --init that the form recomputed, into warning. */
+/* Coordinates that state_from moved onto holonomic constraints, and
+ * velocities given by --init that the form recomputed, into warning. */
 static void note_recomputed(init_ctx *c, const double *p, chrt_args *a)
 {
     size_t n = 0;
     int i;
+    for (i = 0; i < c->s->nq; i++) {
+        int len;
+        if (c->x0[i] == c->q[i]) continue;
+        len = snprintf(a->warning + n, sizeof a->warning - n,
+                       "%s%s%s=%.17g is moved to %.17g onto the holonomic constraints",
+                       n ? "; " : "", c->given[i] & 2 ? "--init " : "",
+                       c->s->state_names[i], c->q[i], c->x0[i]);
+        if (len < 0 || (size_t)len >= sizeof a->warning - n) return;
+        n += (size_t)len;
+    }
     if (c->s->velocities(0, c->x0, p, c->qt)) return;
     for (i = 0; i < c->s->nq; i++) {
         double w = c->want[i], g = c->qt[i];
-        if (!c->given[i] || fabs(g - w) <= 1e-9 * (fabs(w) > 1 ? fabs(w) : 1)) continue;
+        if (!(c->given[i] & 1) || fabs(g - w) <= 1e-9 * (fabs(w) > 1 ? fabs(w) : 1)) continue;
         int len = snprintf(a->warning + n, sizeof a->warning - n,
                            "%s--init %s'=%.17g is recomputed from the constraints as %.17g",
                            n ? "; " : "", c->s->state_names[i], w, g);
@@ -959,10 +973,11 @@ static void print_help(const chrt_system *s, const char *prog)
            "                 more than N steps (default %g)\n"
            "  --stats        steps accepted and rejected, rhs calls and re-charts\n"
            "                 on stderr\n"
-           "  --set p=v      parameter value; --init sets a coordinate q, a velocity\n"
-           "                 q' (dependent ones are recomputed from the constraints)\n"
-           "                 or a state variable\n"
-           "  --project      project onto the constraints after each step\n"
+           "  --set p=v      parameter value; --init sets a coordinate q (moved onto\n"
+           "                 holonomic constraints), a velocity q' (dependent ones\n"
+           "                 are recomputed from the constraints) or a state variable\n"
+           "  --project      after each step, coordinates onto the holonomic\n"
+           "                 constraints, velocities onto the others (full form)\n"
            "\nstates:", prog, s->name, CHRT_RTOL, CHRT_ATOL, CHRT_FIXED_DT,
            CHRT_MAX_STEPS);
     for (i = 0; i < s->nx; i++) printf(" %s", s->state_names[i]);

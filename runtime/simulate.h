@@ -140,7 +140,8 @@ typedef struct {
     const char *output; /* -o FILE, or NULL for stdout */
     int help;           /* -h / --help was given */
     int stats;          /* --stats: step statistics on stderr */
-    char warning[256];  /* nonempty: --init values that were recomputed */
+    char warning[512];  /* nonempty: coordinates moved onto holonomic
+                           constraints, --init velocities recomputed */
 } chrt_args;
 
 /* Parses argv[0..argc) (no program name): --method M, --dt H, --t1 T,
@@ -153,7 +154,8 @@ typedef struct {
  * from the model's initial coordinates and velocities with the --init
  * values (so --init x'=1 works in every form and momenta follow --set).
  * Other state names (momenta `y_q`) are set directly afterwards. Velocities
- * the form recomputes (dependent ones) are reported in a->warning.
+ * the form recomputes (dependent ones) and coordinates state_from moves onto
+ * holonomic constraints are reported in a->warning.
  * Returns CHRT_OK, CHRT_EXIT_USAGE (message in errbuf), or
  * CHRT_EXIT_NUMERIC when the initial state cannot be computed. */
 int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,

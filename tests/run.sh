@@ -76,6 +76,103 @@ for form in full reduced hamilton; do
         run "$knife" --form "$form" --t1 0 --init "y'=1"
 done
 
+# ---- the model's initial state (SPEC §1) -------------------------------------
+# A pendulum 0.85 mm outside its circle x^2 + y^2 = 1 along the ray through
+# (0.6, -0.8): the closest point is that one (radial projection), which
+# every command reports with the same warnings, and y' = 0.5 is recomputed
+# from the velocity-level constraint as -x x'/y = 0.6. Each line exactly.
+cat >"$tmp/pend_off.nh" <<'EOF'
+coordinates x y
+parameters m=1 g=9.81 l=1
+lagrangian m/2*(x'^2 + y'^2) - m*g*y
+constraint x^2 + y^2 = l^2
+initial x=0.60051 y=-0.80068 x'=0.8 y'=0.5
+EOF
+cat >"$tmp/pend_off.want" <<EOF
+$tmp/pend_off.nh:5:1: warning: the initial state violates holonomic constraint 1 (residual 0.0017): coordinates are moved onto it
+$tmp/pend_off.nh:5:1: warning: initial x=0.60051 is moved to 0.6 (by -0.00051) onto holonomic constraint 1
+$tmp/pend_off.nh:5:1: warning: initial y=-0.80068 is moved to -0.7999999999999999 (by 0.00068) onto holonomic constraint 1
+$tmp/pend_off.nh:5:1: warning: initial y'=0.5 is recomputed from the constraints as 0.6000000000000001
+EOF
+for cmd in "run --form full --t1 0" "run --form reduced --t1 0" "run --form hamilton --t1 0" \
+           "emit --form full -o $tmp/po" "derive --only energy"; do
+    # shellcheck disable=SC2086
+    "$bin" $cmd "$tmp/pend_off.nh" >"$tmp/out" 2>"$tmp/err" || { bad "$cmd pend_off: exit $?"; continue; }
+    if cmp -s "$tmp/err" "$tmp/pend_off.want"; then ok; else
+        bad "$cmd pend_off: stderr '$(cat "$tmp/err")'"; fi
+done
+# The first row is on the circle, at (0.6, -0.8) to rounding, with the
+# recomputed velocity; the residual column g1 is at rounding level.
+for form in full reduced hamilton; do
+    "$bin" run "$tmp/pend_off.nh" --form "$form" --t1 0 >"$tmp/po.csv" 2>/dev/null
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { dx = $c["x"] - 0.6; dy = $c["y"] + 0.8; dv = $c["y'\''"] - 0.6; g = $c["g1"]
+          if (!("g1" in c) || dx * dx + dy * dy > 1e-24 || dv * dv > 1e-24 || g * g > 1e-24) exit 1 }' \
+        "$tmp/po.csv" && ok || bad "pend_off $form first row: $(cat "$tmp/po.csv")"
+done
+# A consistent initial state gives no warning at all.
+"$bin" run "$src/examples/pendulum_xy.nh" --t1 0 >/dev/null 2>"$tmp/err"
+if [ ! -s "$tmp/err" ]; then ok; else bad "pendulum_xy warns: $(cat "$tmp/err")"; fi
+# --set l=2 and --init x=0.7 give states off the circle: state_from moves
+# them onto it (least kinetic-energy norm, here Euclidean: radially), with
+# the runtime's warning; l = 2 scales (0.6, -0.8) to (1.2, -1.6), and
+# (0.7, -0.8) goes to (0.7, -0.8)/|(0.7, -0.8)|. The driver does the same.
+pxy=$src/examples/pendulum_xy.nh
+for form in full reduced hamilton; do
+    "$bin" run "$pxy" --form "$form" --t1 0 --set l=2 >"$tmp/l2.csv" 2>"$tmp/err"
+    if [ "$(cat "$tmp/err")" = "chetaev run: warning: x=0.59999999999999998 is moved to 1.1999999999999997 onto the holonomic constraints; y=-0.80000000000000004 is moved to -1.6000000000000001 onto the holonomic constraints" ]
+    then ok; else bad "--set l=2 $form: $(cat "$tmp/err")"; fi
+    "$bin" run "$pxy" --form "$form" --t1 0 --init x=0.7 >"$tmp/x7.csv" 2>"$tmp/err"
+    grep -q "warning: --init x=0.69999999999999996 is moved to 0.658504607868518.* onto the holonomic constraints; y=-0.80000000000000004 is moved to" "$tmp/err" \
+        && ok || bad "--init x=0.7 $form: $(cat "$tmp/err")"
+    awk -F, 'NR == 2 { r = sqrt(0.7 * 0.7 + 0.8 * 0.8); dx = $2 - 0.7 / r; dy = $3 + 0.8 / r
+                       if (dx * dx + dy * dy > 1e-26) exit 1 }' "$tmp/x7.csv" \
+        && ok || bad "--init x=0.7 $form: not the radial projection: $(sed -n 2p "$tmp/x7.csv")"
+    awk -F, 'NR == 2 { dx = $2 - 1.2; dy = $3 + 1.6; if (dx * dx + dy * dy > 1e-26) exit 1 }' "$tmp/l2.csv" \
+        && ok || bad "--set l=2 $form: $(sed -n 2p "$tmp/l2.csv")"
+done
+"$bin" emit "$pxy" --form reduced -o "$tmp/pxyd" --driver >/dev/null 2>&1 &&
+    cc -O2 "$tmp"/pxyd/*.c -lm -o "$tmp/pxyd/prog" 2>"$tmp/err" &&
+    "$tmp/pxyd/prog" --t1 0 --set l=2 >"$tmp/l2d.csv" 2>"$tmp/err" &&
+    grep -q "warning: x=0.59999999999999998 is moved to 1.1999999999999997" "$tmp/err" &&
+    "$bin" run "$pxy" --t1 0 --set l=2 2>/dev/null | cmp -s - "$tmp/l2d.csv" \
+    && ok || bad "driver --set l=2: $(cat "$tmp/err")"
+# A dependent velocity alone (knife edge, y' = tan(phi) x' = 0): recomputed
+# with the warning of SPEC §1, in the repl too.
+sed "s/^initial.*/initial x=0 y=0 phi=0 x'=1 y'=0.25 phi'=0.3/" "$knife" >"$tmp/knife_y.nh"
+expect 0 "knife_y.nh:[0-9]*:1: warning: initial y'=0.25 is recomputed from the constraints as 0\$" -- \
+    run "$tmp/knife_y.nh" --t1 0
+# Implicit alpha (exp(z' - c |v|) = 1, solved by Newton): z' = c |v| =
+# 0.5 * 5 for x' = 3, y' = 4; the example's own z' = 3 sqrt(2) is right.
+sed "s/^initial.*/initial x=0 y=0 z=0 x'=3 y'=4 z'=1/" "$src/examples/exp_constraint.nh" >"$tmp/expc.nh"
+expect 0 "expc.nh:[0-9]*:1: warning: initial z'=1 is recomputed from the constraints as 2.5\$" -- \
+    run "$tmp/expc.nh" --t1 0 --form full
+"$bin" run "$src/examples/exp_constraint.nh" --t1 0 >/dev/null 2>"$tmp/err"
+if [ ! -s "$tmp/err" ]; then ok; else bad "exp_constraint warns: $(cat "$tmp/err")"; fi
+printf 'quit\n' | "$bin" repl "$tmp/knife_y.nh" >/dev/null 2>"$tmp/err"
+if grep -q "warning: initial y'=0.25 is recomputed from the constraints as 0\$" "$tmp/err"; then ok; else
+    bad "repl does not warn: $(cat "$tmp/err")"; fi
+# Refused (exit 1, at `initial`): no gradient at the origin, and a circle
+# of negative squared radius that no Newton step reaches.
+sed 's/^initial.*/initial x=0 y=0/' "$tmp/pend_off.nh" >"$tmp/pend_0.nh"
+expect 1 "pend_0.nh:5:1: error: the initial state violates holonomic constraint 1 (largest residual -1) and cannot be moved onto it: the constraints' gradient is singular there" -- \
+    run "$tmp/pend_0.nh"
+sed 's/^initial.*/initial x=0.1 y=0.2/; s/= l^2/= -l^2/' "$tmp/pend_off.nh" >"$tmp/pend_neg.nh"
+expect 1 "pend_neg.nh:5:1: error: the initial state violates holonomic constraint 1 (largest residual 1.05) and cannot be moved onto it: Newton's method does not converge" -- \
+    emit "$tmp/pend_neg.nh" -o "$tmp/pn"
+# Coordinates that `initial` does not give move first: on the paraboloid
+# z = x^2 + y^2 with x and y given, z alone moves, from 0 to 0.25.
+cat >"$tmp/bowl.nh" <<'EOF'
+coordinates x y z
+parameters m=1 g=9.81
+lagrangian m/2*(x'^2 + y'^2 + z'^2) - m*g*z
+constraint z = x^2 + y^2
+initial x=0.3 y=0.4 x'=1
+EOF
+expect 0 "bowl.nh:5:1: warning: initial z=0 is moved to 0.25 (by 0.25) onto holonomic constraint 1" -- \
+    run "$tmp/bowl.nh" --t1 0
+if grep -q "initial [xy]=" "$tmp/err"; then bad "given coordinates moved: $(cat "$tmp/err")"; else ok; fi
+
 # ---- every example, every form the emitter supports --------------------------
 for model in "$src"/examples/*.nh; do
     want=$(header_of "$model")

@@ -242,6 +242,64 @@ static void test_adaptive(void)
     ch_system_free(f);
 }
 
+/* The warnings of the initial state (SPEC §1): a pendulum 0.85 mm outside
+ * its circle along the ray through (0.6, -0.8) is moved onto that point
+ * (radial projection), y' recomputed as -x x'/y = 0.6; a state that
+ * cannot be corrected is refused at `initial`. */
+static void test_warnings(void)
+{
+    static const char *const pend =
+        "coordinates x y\n"
+        "parameters m=1 g=9.81 l=1\n"
+        "lagrangian m/2*(x'^2 + y'^2) - m*g*y\n"
+        "constraint x^2 + y^2 = l^2\n"
+        "initial x=0.60051 y=-0.80068 x'=0.8 y'=0.5\n";
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("pend.nh", pend, strlen(pend), &err);
+    CHECK_MSG(pb != NULL, "%s", err.msg);
+    if (!pb) return;
+    CHECK(ch_problem_warning_count(pb) == 4);
+    CHECK_STR(ch_problem_warning(pb, 1),
+              "pend.nh:5:1: warning: initial x=0.60051 is moved to 0.6 (by -0.00051) "
+              "onto holonomic constraint 1");
+    CHECK_STR(ch_problem_warning(pb, 3),
+              "pend.nh:5:1: warning: initial y'=0.5 is recomputed from the constraints "
+              "as 0.6000000000000001");
+    CHECK(ch_problem_warning(pb, 4) == NULL);
+    ch_system *s = ch_system_compile(pb, "reduced", NULL, &err);
+    CHECK_MSG(s != NULL, "%s", err.msg);
+    if (s) {
+        double qt[2];
+        const double *x = ch_system_state(s);
+        CHECK_NEAR(x[0], 0.6, 1e-15);
+        CHECK_NEAR(x[1], -0.8, 1e-15);
+        CHECK(ch_system_velocities(s, qt, &err) == 0);
+        CHECK_NEAR(qt[1], 0.6, 1e-15);
+        /* l = 2: reset scales the state onto the circle of radius 2 */
+        CHECK(ch_system_set_param(s, "l", 2, &err) == 0);
+        CHECK(ch_system_reset(s, &err) == 0);
+        CHECK_NEAR(ch_system_state(s)[0], 1.2, 1e-14);
+        CHECK_NEAR(ch_system_state(s)[1], -1.6, 1e-14);
+        /* x = 1.6 alone is off it: moved radially, (1.6, -1.6) / sqrt(2) * 2 */
+        CHECK(ch_system_set_state(s, "x", 1.6, &err) == 0);
+        CHECK_NEAR(ch_system_state(s)[0], sqrt(2.0), 1e-14);
+        CHECK_NEAR(ch_system_state(s)[1], -sqrt(2.0), 1e-14);
+        ch_system_free(s);
+    }
+    ch_problem_free(pb);
+    pb = ch_problem_parse("knife.nh", knife, strlen(knife), &err);
+    CHECK(pb && ch_problem_warning_count(pb) == 0 && ch_problem_warning(pb, 0) == NULL);
+    ch_problem_free(pb);
+    static const char *const stuck =
+        "coordinates x y\n"
+        "lagrangian (x'^2 + y'^2)/2\n"
+        "constraint x^2 + y^2 = 1\n"
+        "initial x=0 y=0\n";
+    CHECK(ch_problem_parse("stuck.nh", stuck, strlen(stuck), &err) == NULL);
+    CHECK(err.code == CH_E_MODEL && err.line == 4 && err.col == 1);
+    CHECK_MSG(strstr(err.msg, "cannot be moved onto it") != NULL, "%s", err.msg);
+}
+
 int main(void)
 {
     RUN(test_errors);
@@ -250,5 +308,6 @@ int main(void)
     RUN(test_set_state);
     RUN(test_hamilton);
     RUN(test_adaptive);
+    RUN(test_warnings);
     return check_summary("api");
 }
