@@ -756,12 +756,136 @@ static const ch_expr **red_outputs(emitter *e)
     return o;
 }
 
+/* Whether the form is a chart (THEORY §4-5): reduced and hamilton with
+ * constraints, whose state is valid only where G_d (and, for hamilton,
+ * the Legendre map's K) is regular. */
+static int has_chart(const emitter *e)
+{
+    return e->form != CH_FORM_FULL && e->k > 0;
+}
+
+/* The chart's conditioning (README "Charts"): kn_cq(t, x, p, v) at all n
+ * velocities v, a number in [0, 1], 0 where singular:
+ *  - G_d: every row of G (k x n) scaled to unit Euclidean length (so
+ *    the number does not depend on how a constraint is written), then the
+ *    smallest pivot of an LU with partial pivoting of the dependent
+ *    columns of those rows. For k = 1 it is |G_d| / |G|, the sine of the
+ *    angle between the constraint's normal and the independent
+ *    velocities' plane; in general an estimate of the smallest singular
+ *    value of the row-scaled G_d (at most 1: the first pivot is an entry
+ *    of a unit row).
+ *  - hamilton also K = d y* by dq'_r (the Legendre map): scaled to unit
+ *    diagonal, the smallest diagonal entry of its Cholesky factor (the
+ *    sine of the smallest angle between a column and the span of the
+ *    others in K's metric; 0 where K is not positive definite).
+ * The quality is the smaller of the two. PREFIX_chart_quality computes
+ * the velocities first; the rhs calls kn_cq at the velocities it has. */
+static void fun_chart(emitter *e)
+{
+    ch_buf *b = &e->kern;
+    size_t n = e->n, k = e->k, mi = e->mi;
+    if (!has_chart(e)) {
+        ch_buf_printf(&e->fun, "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
+                               "    (void)t; (void)x; (void)p;\n    return 1.0;\n}\n\n", e->P);
+        return;
+    }
+    const ch_expr **o = earr(e, k * n);
+    if (!o) return;
+    for (size_t j = 0; j < k * n; j++) o[j] = e->d->lag.G[j];
+    kernel(e, "gq", k * n, o);
+    int kq = e->form == CH_FORM_HAMILTON && e->d->ham.K && mi > 0;
+    if (kq) {
+        const ch_expr **ko = earr(e, mi * mi);
+        if (!ko) return;
+        for (size_t j = 0; j < mi * mi; j++) ko[j] = e->d->ham.K[j];
+        kernel(e, "kq", mi * mi, ko);
+    }
+    if (e->failed) return;
+    ch_buf_printf(b, "/* The chart's conditioning in [0, 1] at the velocities v (0: singular):\n"
+                     " * the smallest pivot of an LU with partial pivoting of G_d, every row of\n"
+                     " * G scaled to unit length%s. */\n"
+                     "static double kn_cq(double t, const double *x, const double *p, const double *v)\n{\n"
+                     "    static const int dep[%zu] = {",
+                  kq ? "; for hamilton at most the smallest diagonal entry\n"
+                       " * of the Cholesky factor of K scaled to unit diagonal" : "", k);
+    for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
+    ch_buf_printf(b, "};\n"
+                     "    double g[%zu], a[%zu], s, f, m, q = 1.0;\n"
+                     "    int r, c, j, pr;\n"
+                     "    kn_gq(t, x, p, v, g);\n"
+                     "    for (r = 0; r < %zu; r++) {\n"
+                     "        for (s = 0.0, j = 0; j < %zu; j++) s += g[r * %zu + j] * g[r * %zu + j];\n"
+                     "        if (!(s > 0.0 && s <= 1e300)) return 0.0;\n"
+                     "        s = 1.0 / sqrt(s);\n"
+                     "        for (c = 0; c < %zu; c++) a[r * %zu + c] = g[r * %zu + dep[c]] * s;\n"
+                     "    }\n"
+                     "    for (c = 0; c < %zu; c++) {\n"
+                     "        for (pr = c, m = fabs(a[c * %zu + c]), r = c + 1; r < %zu; r++)\n"
+                     "            if (fabs(a[r * %zu + c]) > m) m = fabs(a[r * %zu + c]), pr = r;\n"
+                     "        if (!(m > 0.0)) return 0.0;\n"
+                     "        if (m < q) q = m;\n"
+                     "        if (pr != c)\n"
+                     "            for (j = c; j < %zu; j++)\n"
+                     "                f = a[c * %zu + j], a[c * %zu + j] = a[pr * %zu + j], a[pr * %zu + j] = f;\n"
+                     "        for (r = c + 1; r < %zu; r++) {\n"
+                     "            f = a[r * %zu + c] / a[c * %zu + c];\n"
+                     "            if (f != 0.0)\n"
+                     "                for (j = c + 1; j < %zu; j++) a[r * %zu + j] -= f * a[c * %zu + j];\n"
+                     "        }\n"
+                     "    }\n",
+                  k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k);
+    if (kq)
+        ch_buf_printf(b, "    {\n"
+                         "        double K[%zu], d[%zu];\n"
+                         "        kn_kq(t, x, p, v, K);\n"
+                         "        for (r = 0; r < %zu; r++) {\n"
+                         "            s = K[r * %zu + r];\n"
+                         "            if (!(s > 0.0 && s <= 1e300)) return 0.0;\n"
+                         "            d[r] = 1.0 / sqrt(s);\n"
+                         "        }\n"
+                         "        for (r = 0; r < %zu; r++)\n"
+                         "            for (c = 0; c <= r; c++) K[r * %zu + c] *= d[r] * d[c];\n"
+                         "        for (c = 0; c < %zu; c++) {\n"
+                         "            for (s = K[c * %zu + c], j = 0; j < c; j++) s -= K[c * %zu + j] * K[c * %zu + j];\n"
+                         "            if (!(s > 0.0)) return 0.0;\n"
+                         "            s = sqrt(s);\n"
+                         "            if (s < q) q = s;\n"
+                         "            K[c * %zu + c] = s;\n"
+                         "            for (r = c + 1; r < %zu; r++) {\n"
+                         "                for (f = K[r * %zu + c], j = 0; j < c; j++) f -= K[r * %zu + j] * K[c * %zu + j];\n"
+                         "                K[r * %zu + c] = f / s;\n"
+                         "            }\n"
+                         "        }\n"
+                         "    }\n",
+                      mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi);
+    ch_buf_put(b, "    return q == q ? q : 0.0;\n}\n\n");
+    ch_buf_printf(&e->fun,
+                  "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
+                  "    double v[%zu];\n"
+                  "    int i;\n"
+                  "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n"
+                  "    if (kn_vel(t, x, p, v)) return 0.0;\n"
+                  "    return kn_cq(t, x, p, v);\n}\n\n",
+                  e->P, n, n);
+}
+
+/* The rhs of a chart: the form's right side (kn_rhs) and then the chart's
+ * check: 2 where kn_cq < CH_CHART_SINGULAR at the velocities the right
+ * side used (or, where it failed, the independent ones), so that a
+ * numerically singular chart is never integrated through. */
+#define CH_CHART_SINGULAR "1e-9"
+
 static void fun_rhs(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n, mi = e->mi;
-    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
-                     "    double v[%zu];\n    int i;\n", e->P, n);
+    if (has_chart(e)) {
+        ch_buf_printf(b, "static int kn_rhs(double t, const double *x, const double *p, double *dxdt,\n"
+                         "                  double *v)\n{\n    int i;\n");
+    } else {
+        ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                         "    double v[%zu];\n    int i;\n", e->P, n);
+    }
     if (e->form == CH_FORM_FULL) {
         put_dyn_decls(e, b);
         ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
@@ -802,6 +926,24 @@ static void fun_rhs(emitter *e)
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    kn_ham(t, x, p, v, dxdt + %zu);\n    return 0;\n}\n\n", n, n);
     }
+}
+
+/* PREFIX_rhs of a chart: kn_rhs, then the chart's check (fun_chart). */
+static void fun_rhs_chart(emitter *e)
+{
+    if (!has_chart(e)) return;
+    ch_buf *b = &e->fun;
+    size_t n = e->n;
+    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                     "    double v[%zu];\n    int i, rc;\n"
+                     "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
+                  e->P, n, n);
+    for (size_t r = 0; r < e->mi && e->form == CH_FORM_REDUCED; r++)
+        ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
+    ch_buf_printf(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
+                     "    /* the chart is numerically singular here: not a value to trust */\n"
+                     "    if (!(kn_cq(t, x, p, v) >= %s)) return 2;\n"
+                     "    return rc;\n}\n\n", CH_CHART_SINGULAR);
 }
 
 static double opcount_total(const ch_opcount *c)
@@ -2034,8 +2176,10 @@ static void put_decls(emitter *e, ch_buf *b)
         "double %s_energy(double t, const double *x, const double *p);\n"
         "int    %s_velocities(double t, const double *x, const double *p, double *qt);\n"
         "int    %s_outputs(double t, const double *x, const double *p, double *out);\n"
-        "int    %s_project(double t, double *x, const double *p);\n",
-        P, P, P, P, P, P, P);
+        "int    %s_project(double t, double *x, const double *p);\n"
+        "double %s_chart_quality(double t, const double *x, const double *p);\n",
+        P, P, P, P, P, P, P, P);
+    ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
 }
 
 static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
@@ -2251,7 +2395,9 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     if (e.ham_numeric) kernel_hyt(&e);
     else if (form == CH_FORM_HAMILTON) kernel_ham(&e);
     fun_state_from(&e);
+    fun_chart(&e);
     fun_rhs(&e);
+    fun_rhs_chart(&e);
     fun_energy_vel(&e);
     fun_outputs(&e);
     fun_project(&e);

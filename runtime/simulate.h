@@ -36,13 +36,28 @@ typedef struct {
      * Legendre map); nonzero where singular. May be NULL. */
     int (*state_from)(double t, const double *q, const double *qt,
                       const double *p, double *x);
+    /* Conditioning of the chart of a reduced or hamilton form at x: a
+     * number in [0, 1], 0 where the chart is singular. NULL when the
+     * form has no chart (full form). */
+    double (*chart_quality)(double t, const double *x, const double *p);
 } chrt_system;
+
+/* Below this chart quality the run re-charts (or stops). */
+#define CHRT_CHART_MIN 1e-2
 
 typedef struct {
     chrt_method method;
     double dt, t1;
     long every;
     int project; /* call system->project on the initial state and after each step */
+    double chart_min;   /* re-chart when chart_quality < chart_min; default CHRT_CHART_MIN */
+    /* Optional (NULL: none). Replaces *s by a system of a better chart and
+     * x (same nx) by the same mechanical state in it; writes a one-line
+     * note ("t = 1.5708: dependent velocities x' (were y')"). Returns 0,
+     * or nonzero when no better chart exists (note says why). */
+    int (*rechart)(void *ctx, double t, double *x, const double *p,
+                   const chrt_system **s, char *note, size_t notelen);
+    void *rechart_ctx;
 } chrt_options;
 
 /* Exit codes of SPEC §2 that the runtime can produce. */
