@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "driver.h"
@@ -83,7 +84,8 @@ static const char *const usage_emit =
 static const char *const usage_run =
     "usage: chetaev run MODEL [--form full|reduced|hamilton] [--method M]\n"
     "                         [--dt H] [--t1 T] [--every K] [--set p=v]...\n"
-    "                         [--init q=v]... [--project] [--compiler tcc|cc]\n"
+    "                         [--init q=v]... [--project] [--chart-min Q]\n"
+    "                         [--no-rechart] [--compiler tcc|cc]\n"
     "                         [-o FILE.csv] [--plot FILE.svg\n"
     "                         [--plot-vars a,b,...] [--xy x,y]]\n"
     "\n"
@@ -106,6 +108,11 @@ static const char *const usage_run =
     "                 state variables (y_x) are set as given (repeatable)\n"
     "  --project      project the state onto the constraints after each step\n"
     "                 (full form; a no-op for the others)\n"
+    "  --chart-min Q  the reduced and hamilton forms are charts: where their\n"
+    "                 quality (in [0, 1], see README) falls below Q (default\n"
+    "                 0.01) the run switches to better dependent velocities\n"
+    "                 (a note on stderr) or stops with exit 3\n"
+    "  --no-rechart   stop with exit 3 instead of switching charts\n"
     "  --compiler C   tcc (default, in memory) or cc (system compiler, dlopen)\n"
     "  -o FILE        write the CSV to FILE instead of stdout\n"
     "  --plot FILE    also write an SVG plot of the run (the CSV is written as\n"
@@ -489,7 +496,8 @@ static int plot_csv(const run_plot *pl, const char *csv, size_t len,
 
 /* chrt_main with the CSV kept in memory: written where it belongs, then
  * plotted. The options are the runtime's, so the CSV is the same bytes. */
-static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl)
+static int run_and_plot(const chrt_system *s, ch_charts *charts, int argc, char **argv,
+                        run_plot *pl)
 {
     const char *v[CH_PLOT_MAX_SERIES + 1];
     size_t nv;
@@ -505,6 +513,7 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     if (!x0 || !p) rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
     else rc = chrt_parse_args(s, argc - 1, argv + 1, &a, x0, p, msg, sizeof msg);
     if (!rc && a.warning[0]) fprintf(stderr, "%s: warning: %s\n", argv[0], a.warning);
+    if (charts) a.opt.rechart = ch_charts_rechart, a.opt.rechart_ctx = charts;
     if (!rc && !(mem = open_memstream(&csv, &len)))
         rc = CHRT_EXIT_IO, snprintf(msg, sizeof msg, "out of memory");
     if (!rc) rc = chrt_simulate(s, &a.opt, x0, p, mem, msg, sizeof msg);
@@ -521,20 +530,39 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     return rc;
 }
 
-/* Compiles the form and runs the simulation with the runtime's options. */
+static void print_note(void *data, const char *note)
+{
+    fprintf(stderr, "%s: note: %s\n", (const char *)data, note);
+}
+
+/* Compiles the form and runs the simulation with the runtime's options;
+ * a reduced or hamilton form with constraints re-charts (chart.h) unless
+ * rechart is 0, with chart_min as --chart-min gave it. */
 static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
-                        ch_compiler cc, int argc, char **argv, run_plot *pl)
+                        ch_compiler cc, int rechart, double chart_min, int argc,
+                        char **argv, run_plot *pl)
 {
     ch_error err;
     ch_error_clear(&err);
     ch_compiled *c = NULL;
+    ch_charts *charts = NULL;
     char title[200];
     snprintf(title, sizeof title, "%s (%s form)", d->model->name, ch_form_name(form));
     pl->title = title;
-    int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err)
-                 ? report_in(&err, d->model->file)
-                 : pl->file ? run_and_plot(&c->sys, argc, argv, pl)
-                            : chrt_main(&c->sys, argc, argv);
+    int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err);
+    if (rc) {
+        rc = report_in(&err, d->model->file);
+    } else if (rechart && c->sys.chart_quality
+               && !(charts = ch_charts_new(ctx, d, form, cc, &c->sys, chart_min))) {
+        fputs("chetaev: out of memory\n", stderr);
+        rc = EXIT_MODEL;
+    }
+    if (charts) ch_charts_on_note(charts, print_note, argv[0]);
+    if (!rc)
+        rc = pl->file ? run_and_plot(&c->sys, charts, argc, argv, pl)
+                      : chrt_main_rechart(&c->sys, charts ? ch_charts_rechart : NULL,
+                                          charts, argc, argv);
+    ch_charts_free(charts);
     ch_compiled_free(c);
     return rc;
 }
@@ -545,7 +573,7 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
     run_plot plot = {NULL, NULL, NULL, NULL};
     /* argv[0] of the runtime, then the options it parses itself. */
     char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
-    int nrest = 0, rc = 0;
+    int nrest = 0, rc = 0, rechart = 1;
     if (!rest) {
         fputs("chetaev: out of memory\n", stderr);
         return EXIT_MODEL;
@@ -569,6 +597,8 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
             else if (a[2] == 'x') plot.xy = (char *)v;
             else if (!strncmp(a, "--plot-vars", 11)) plot.vars = (char *)v;
             else plot.file = v;
+        } else if (!strcmp(a, "--no-rechart")) {
+            rechart = 0;
         } else if (a[0] == '-' && a[1]) {
             rest[nrest++] = argv[i];
             if (chrt_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
@@ -611,7 +641,9 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
     ch_model *m = NULL;
     ch_derivation *d = NULL;
     rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc) rc = run_compiled(ctx, d, (ch_form)f, cc, nrest, rest, &plot);
+    if (!rc)
+        rc = run_compiled(ctx, d, (ch_form)f, cc, rechart, args.opt.chart_min, nrest, rest,
+                          &plot);
     ch_ctx_free(ctx);
     free(rest);
     return rc;

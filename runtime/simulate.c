@@ -225,7 +225,7 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
 /* ---- options ------------------------------------------------------------ */
 
 static const char *const valued[] = {"--method", "--dt", "--t1", "--every",
-                                     "--set", "--init", "-o"};
+                                     "--set", "--init", "-o", "--chart-min"};
 
 int chrt_option_takes_value(const char *arg)
 {
@@ -552,6 +552,12 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
     case 4:
     case 5:
         return parse_assign(s, valued[k], v, p, errbuf, errlen);
+    case 7:
+        if (parse_double(v, &a->opt.chart_min) || !(a->opt.chart_min >= 0
+                                                    && a->opt.chart_min < 0.25))
+            return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                        "--chart-min: '%s' is not a number in [0, 0.25)", v);
+        return CHRT_OK;
     default:
         a->output = v;
         return CHRT_OK;
@@ -582,7 +588,8 @@ static void print_help(const chrt_system *s, const char *prog)
 {
     int i;
     printf("usage: %s [--method euler|midpoint|rk4] [--dt H] [--t1 T] [--every K]\n"
-           "          [--set PARAM=V]... [--init NAME=V]... [--project] [-o FILE.csv]\n"
+           "          [--set PARAM=V]... [--init NAME=V]... [--project]\n"
+           "          [--chart-min Q] [-o FILE.csv]\n"
            "\n"
            "Integrates %s with a fixed step from t = 0 to T and writes CSV:\n"
            "t, the coordinates, their velocities (NAME'), E, then the optional\n"
@@ -590,7 +597,9 @@ static void print_help(const chrt_system *s, const char *prog)
            "Defaults: --method rk4 --dt 1e-3 --t1 1 --every 1.\n"
            "--init sets a coordinate q, a velocity q' (dependent ones are\n"
            "recomputed from the constraints) or a state variable.\n"
-           "\nstates:", prog, s->name);
+           "A reduced or hamilton form stops with exit 3 where its chart's\n"
+           "quality falls below Q (default %g): this program cannot re-chart.\n"
+           "\nstates:", prog, s->name, CHRT_CHART_MIN);
     for (i = 0; i < s->nx; i++) printf(" %s", s->state_names[i]);
     printf("\nparameters:");
     for (i = 0; i < s->np; i++)
@@ -599,6 +608,14 @@ static void print_help(const chrt_system *s, const char *prog)
 }
 
 int chrt_main(const chrt_system *s, int argc, char **argv)
+{
+    return chrt_main_rechart(s, NULL, NULL, argc, argv);
+}
+
+int chrt_main_rechart(const chrt_system *s,
+                      int (*rechart)(void *ctx, double t, double *x, const double *p,
+                                     const chrt_system **s, char *note, size_t notelen),
+                      void *rechart_ctx, int argc, char **argv)
 {
     const char *prog = argc > 0 && argv[0] ? argv[0] : s->name;
     char msg[600];
@@ -619,6 +636,8 @@ int chrt_main(const chrt_system *s, int argc, char **argv)
         goto done;
     }
     if (a.warning[0]) fprintf(stderr, "%s: warning: %s\n", prog, a.warning);
+    a.opt.rechart = rechart;
+    a.opt.rechart_ctx = rechart_ctx;
     if (a.output && !(out = fopen(a.output, "w"))) {
         rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot open '%s': %s",
                   a.output, strerror(errno));

@@ -84,7 +84,8 @@ typedef struct {
 } chrt_args;
 
 /* Parses argv[0..argc) (no program name): --method M, --dt H, --t1 T,
- * --every K, --set p=v, --init q=v, -o FILE, --project, -h/--help (also
+ * --every K, --set p=v, --init q=v, -o FILE, --project, --chart-min Q
+ * (chrt_options.chart_min, 0 <= Q < 0.25), -h/--help (also
  * as --opt=value). With s NULL only the syntax is checked. Otherwise p is
  * the defaults with the --set values, and x0 the initial state:
  * s->initial(), or, when s->state_from exists and a --set or an --init of
@@ -105,5 +106,12 @@ int chrt_option_takes_value(const char *arg);
 /* The whole program: parse argv[1..argc), simulate, report errors on
  * stderr prefixed by argv[0]. Returns the exit code. */
 int chrt_main(const chrt_system *s, int argc, char **argv);
+
+/* chrt_main with chrt_options.rechart and rechart_ctx set (a front end
+ * that can re-chart: `chetaev run`). */
+int chrt_main_rechart(const chrt_system *s,
+                      int (*rechart)(void *ctx, double t, double *x, const double *p,
+                                     const chrt_system **s, char *note, size_t notelen),
+                      void *rechart_ctx, int argc, char **argv);
 
 #endif
