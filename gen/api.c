@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "emit_c.h"
@@ -31,11 +32,25 @@ struct ch_problem {
     ch_model *model;
     ch_derivation *der;
     char *file; /* the model keeps a pointer to it */
+    char *text; /* the model's source, for the systems' re-charting */
+    size_t len;
 };
 
 struct ch_system {
     ch_compiled *c;
-    const chrt_system *sys; /* &c->sys */
+    const chrt_system *sys; /* the current chart's: &c->sys, or one of charts' */
+    /* Re-charting (chart.h): the model's source, derived again in a context
+     * of the system's own the first time the chart degrades, so that a
+     * system never depends on its problem. */
+    char *file, *text;
+    size_t len;
+    ch_form form;
+    ch_compiler cc;
+    int rechart;
+    double chart_min;
+    ch_ctx *rctx;
+    ch_charts *charts;
+    char chart[256];    /* the current dependent velocities "x' y'" */
     double t;
     double *x, *p;      /* nx, np */
     double *q, *qt;     /* nq each: scratch for state_from */
@@ -92,8 +107,15 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
     }
-    int rc = text ? ch_model_parse(pb->ctx, pb->file, text, len, &pb->model, &e)
-                  : ch_model_load(pb->ctx, pb->file, &pb->model, &e);
+    int rc = 0;
+    if (text) {
+        pb->len = len;
+        if (!(pb->text = malloc(len + 1))) rc = ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        else memcpy(pb->text, text, len);
+    } else {
+        rc = ch_model_read(pb->file, &pb->text, &pb->len, &e);
+    }
+    if (!rc) rc = ch_model_parse(pb->ctx, pb->file, pb->text, pb->len, &pb->model, &e);
     if (!rc) rc = ch_derive(pb->ctx, pb->model, &pb->der, &e);
     if (rc) {
         export_error(err, &e);
@@ -119,6 +141,7 @@ void ch_problem_free(ch_problem *pb)
     if (!pb) return;
     if (pb->ctx) ch_ctx_free(pb->ctx);
     free(pb->file);
+    free(pb->text);
     free(pb);
 }
 
@@ -157,6 +180,16 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
         return NULL;
     }
     const chrt_system *sys = s->sys = &s->c->sys;
+    s->form = (ch_form)f, s->cc = cc, s->rechart = 1, s->chart_min = CHRT_CHART_MIN;
+    for (size_t a = 0, len = 0; a < pb->der->lag.k && len + 1 < sizeof s->chart; a++) {
+        int w = snprintf(s->chart + len, sizeof s->chart - len, "%s%s'", a ? " " : "",
+                         ch_sym_of(pb->model->q[pb->der->mf.dep[a]])->name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    s->file = strdup(pb->file);
+    s->len = pb->len;
+    if ((s->text = malloc(pb->len + 1))) memcpy(s->text, pb->text, pb->len);
     /* calloc(0) may return NULL: allocate at least one of each. */
     size_t nx = (size_t)sys->nx + 1, np = (size_t)sys->np + 1, nq = (size_t)sys->nq + 1;
     s->x = calloc(nx, sizeof *s->x);
@@ -165,7 +198,7 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     s->qt = calloc(nq, sizeof *s->qt);
     s->st.nx = sys->nx;
     s->st.work = calloc(6 * nx, sizeof *s->st.work);
-    if (!s->x || !s->p || !s->q || !s->qt || !s->st.work) {
+    if (!s->x || !s->p || !s->q || !s->qt || !s->st.work || !s->file || !s->text) {
         ch_system_free(s);
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
@@ -178,6 +211,10 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
 void ch_system_free(ch_system *s)
 {
     if (!s) return;
+    ch_charts_free(s->charts);
+    if (s->rctx) ch_ctx_free(s->rctx);
+    free(s->file);
+    free(s->text);
     ch_compiled_free(s->c);
     free(s->x);
     free(s->p);
@@ -323,6 +360,68 @@ double ch_system_energy(const ch_system *s)
 
 /* ---- integration ------------------------------------------------------------------ */
 
+/* chrt_options.rechart for the system (rctx): the model is derived again
+ * in the system's own context the first time (chart.h). */
+static int api_rechart(void *ctx, double t, double *x, const double *p,
+                       const chrt_system **sys, char *note, size_t notelen)
+{
+    ch_system *s = ctx;
+    if (!s->charts) {
+        ch_error e;
+        ch_error_clear(&e);
+        ch_model *m = NULL;
+        ch_derivation *d = NULL;
+        int rc = (s->rctx = ch_ctx_new()) ? 0 : ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        if (!rc) rc = ch_model_parse(s->rctx, s->file, s->text, s->len, &m, &e);
+        if (!rc) rc = ch_derive(s->rctx, m, &d, &e);
+        if (!rc && !(s->charts = ch_charts_new(s->rctx, d, s->form, s->cc, &s->c->sys,
+                                                 s->chart_min)))
+            rc = ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        if (rc) {
+            snprintf(note, notelen, "cannot derive the model again: %s", e.msg);
+            if (s->rctx) ch_ctx_free(s->rctx);
+            s->rctx = NULL;
+            return 1;
+        }
+    }
+    int rc = ch_charts_rechart(s->charts, t, x, p, sys, note, notelen);
+    if (!rc) ch_charts_dependent(s->charts, *sys, s->chart, sizeof s->chart);
+    return rc;
+}
+
+/* The loop's chart check (simulate.h) at the current state. */
+static int chart_check(ch_system *s, ch_err *err)
+{
+    chrt_options o;
+    char msg[600];
+    chrt_options_default(&o);
+    o.chart_min = s->chart_min;
+    if (s->rechart) o.rechart = api_rechart, o.rechart_ctx = s;
+    if (chrt_chart_check(&s->sys, &o, s->t, s->x, s->p, msg, sizeof msg) == CHRT_OK) return 0;
+    return fail(err, CH_E_NUMERIC, "%s", msg);
+}
+
+long ch_system_recharts(const ch_system *s) { return s->charts ? ch_charts_count(s->charts) : 0; }
+
+const char *ch_system_chart(const ch_system *s)
+{
+    return s->sys->chart_quality ? s->chart : "";
+}
+
+double ch_system_chart_quality(const ch_system *s)
+{
+    return s->sys->chart_quality ? s->sys->chart_quality(s->t, s->x, s->p) : 1.0;
+}
+
+int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
+{
+    if (!(chart_min >= 0 && chart_min < 0.25))
+        return fail(err, CH_E_USAGE, "%s", "chart_min must be a number in [0, 0.25)");
+    s->rechart = on != 0;
+    s->chart_min = chart_min;
+    return 0;
+}
+
 /* Above this many steps a call is taken for a mistake (as in the runtime). */
 #define MAX_STEPS 1e9
 
@@ -341,6 +440,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
         return fail(err, CH_E_USAGE, "%s", "(t1 - t)/dt asks for more than 1e9 steps");
     double nr = ceil(r - 1e-9 * (r > 1 ? r : 1));
     long n = nr > 0 ? (long)nr : 0;
+    if (n > 0 && chart_check(s, err)) return CH_E_NUMERIC;
     for (long k = 0; k < n; k++) {
         double tn = k + 1 < n ? t0 + (double)(k + 1) * dt : t1;
         int rc = chrt_step(&s->st, (chrt_method)m, s->sys->rhs, s->t, tn - s->t,
@@ -350,12 +450,12 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
             ch_error_clear(&e);
             ch_error_set(&e, CH_ERR_NUMERIC, NULL, 0, 0,
                          "numerical failure at t = %.17g (step %ld): %s", s->t,
-                         k + 1, rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                                        : "the new state is not finite");
+                         k + 1, chrt_step_failure[rc >= 1 && rc <= 3 ? rc : 1]);
             export_error(err, &e);
             return CH_E_NUMERIC;
         }
         s->t = tn;
+        if (chart_check(s, err)) return CH_E_NUMERIC;
     }
     if (n == 0) s->t = t1; /* t1 within 1e-9 steps of t: already there */
     return 0;

@@ -236,7 +236,11 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
         h->model.qt0 = h->qt0;
         rc = ch_derive(c->ctx, &h->model, &h->d, &err);
     }
-    if (!rc) rc = ch_compile_form(c->ctx, h->d, c->form, NULL, c->cc, &h->comp, &err);
+    /* hamilton: the y_NAME columns stay the first chart's momenta */
+    ch_chart_cols cols = {c->d->mf.indep, c->d->red.y_star};
+    if (!rc)
+        rc = ch_compile_chart(c->ctx, h->d, c->form, NULL, c->d->red.y_star ? &cols : NULL,
+                              c->cc, &h->comp, &err);
     if (rc) {
         char names[200];
         dep_names(c, dep, names, sizeof names);
@@ -270,6 +274,13 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
         return 1;
     }
     double qcur = block_quality(c, cur->dep);
+    if (!(qcur >= CH_CHART_SINGULAR)) {
+        /* the velocities themselves came through the singular block */
+        snprintf(note, notelen, "the state lies where the block G_d of the dependent "
+                 "velocities %s of the constraint Jacobian is numerically singular "
+                 "(quality %.3g): its velocities cannot be recovered", was, qcur);
+        return 1;
+    }
     best_columns(c, c->dep);
     dep_names(c, c->dep, now, sizeof now);
     double qbest = block_quality(c, c->dep);

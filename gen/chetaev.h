@@ -150,6 +150,30 @@ double ch_system_energy(const ch_system *s);
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err);
 
+/* ---- charts (README "Charts") ------------------------------------------- */
+
+/* The reduced and hamilton forms of a model with constraints are charts:
+ * their state is valid where the constraint Jacobian's block of the
+ * dependent velocities (and hamilton's Legendre map) is well conditioned.
+ * ch_system_integrate checks the chart's quality (a number in [0, 1], 0
+ * where singular) before the first step and after every step; below
+ * chart_min (default 0.01) it switches to the best-conditioned dependent
+ * velocities at that state (the form derived and compiled again with
+ * them, the state mapped; from then on the state's names and
+ * ch_system_rhs are the new chart's), or, where no chart is better or
+ * re-charting is off, fails with CH_E_NUMERIC naming the singular block
+ * and the time. */
+
+/* The chart's quality at the current state (1 for a form with no chart). */
+double ch_system_chart_quality(const ch_system *s);
+/* The current dependent velocities ("y'" or "x' th1'"; "" without a chart). */
+const char *ch_system_chart(const ch_system *s);
+/* Chart switches made by ch_system_integrate so far. */
+long ch_system_recharts(const ch_system *s);
+/* Re-charting on (default) or off (stop instead), and the threshold
+ * chart_min in [0, 0.25) (0: never; CH_E_USAGE otherwise). */
+int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,6 +93,7 @@ typedef struct {
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
     ch_opcount ham_ops;       /* of kn_ham or kn_hrhs */
     ch_opcount eta_ops;       /* of kn_eta */
+    const ch_chart_cols *cols; /* hamilton: another chart's momentum columns, or NULL */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -869,11 +870,6 @@ static void fun_chart(emitter *e)
                   e->P, n, n);
 }
 
-/* The rhs of a chart: the form's right side (kn_rhs) and then the chart's
- * check: 2 where kn_cq < CH_CHART_SINGULAR at the velocities the right
- * side used (or, where it failed, the independent ones), so that a
- * numerically singular chart is never integrated through. */
-#define CH_CHART_SINGULAR "1e-9"
 
 static void fun_rhs(emitter *e)
 {
@@ -928,7 +924,10 @@ static void fun_rhs(emitter *e)
     }
 }
 
-/* PREFIX_rhs of a chart: kn_rhs, then the chart's check (fun_chart). */
+/* PREFIX_rhs of a chart: the form's right side (kn_rhs) and then the
+ * chart's check: 2 where kn_cq < CH_CHART_SINGULAR at the velocities the
+ * right side used (or, where it failed, the independent ones), so that a
+ * numerically singular chart is never integrated through. */
 static void fun_rhs_chart(emitter *e)
 {
     if (!has_chart(e)) return;
@@ -942,7 +941,7 @@ static void fun_rhs_chart(emitter *e)
         ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
     ch_buf_printf(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
                      "    /* the chart is numerically singular here: not a value to trust */\n"
-                     "    if (!(kn_cq(t, x, p, v) >= %s)) return 2;\n"
+                     "    if (!(kn_cq(t, x, p, v) >= %g)) return 2;\n"
                      "    return rc;\n}\n\n", CH_CHART_SINGULAR);
 }
 
@@ -2099,8 +2098,13 @@ static void fun_outputs(emitter *e)
         put_dyn_decls(e, b);
     }
     ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
-    if (e->form == CH_FORM_HAMILTON)
+    if (e->form == CH_FORM_HAMILTON && e->cols) {
+        kernel(e, "ycol", mi, e->cols->ystar);
+        ch_buf_printf(b, "    kn_ycol(t, x, p, v, out);\n");
+        col += mi;
+    } else if (e->form == CH_FORM_HAMILTON) {
         for (size_t r = 0; r < mi; r++) ch_buf_printf(b, "    out[%zu] = x[%zu];\n", col++, n + r);
+    }
     if (e->form == CH_FORM_FULL && k > 0) {
         ch_buf_printf(b, "    kn_con(t, x, p, v, o);\n"
                          "    for (i = 0; i < %zu; i++) out[%zu + i] = o[i];\n", k, col);
@@ -2241,7 +2245,9 @@ static void put_tables(emitter *e, ch_buf *b)
     /* Output columns. */
     c = 0;
     if (e->form == CH_FORM_HAMILTON)
-        for (size_t r = 0; r < mi; r++) pre[c] = "y_", names[c++] = sym_name(e->m->q[mf->indep[r]]);
+        for (size_t r = 0; r < mi; r++)
+            pre[c] = "y_",
+            names[c++] = sym_name(e->m->q[e->cols ? e->cols->indep[r] : mf->indep[r]]);
     char (*num)[24] = calloc(2 * k + 1, sizeof *num);
     if (!num) e->failed = 1;
     if (k > 0 && num) {
@@ -2341,8 +2347,16 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
+    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, header, source, err);
+}
+
+int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                    const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
+                    ch_buf *header, ch_buf *source, ch_error *err)
+{
     emitter e;
     memset(&e, 0, sizeof e);
+    e.cols = form == CH_FORM_HAMILTON ? cols : NULL;
     e.ctx = ctx, e.d = d, e.m = d->model, e.form = form, e.err = err;
     e.n = d->lag.n, e.k = d->lag.k, e.mi = e.n - e.k;
     char defprefix[160];

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "emit_c.h"
@@ -303,9 +304,25 @@ static int traj_row(repl *r, const chrt_system *s, double t, const double *x,
 /* Integrates on the runtime's time grid (t_k = k dt, the last step ending
  * at T), keeping every K-th row. Returns the steps done; *failed when a
  * step or a row failed (message printed). */
+static void repl_note(void *data, const char *note)
+{
+    say(data, "note: %s\n", note);
+}
+
 static long integrate(repl *r, const chrt_system *s, double T, double *x,
                       const double *p, int *failed)
 {
+    /* a reduced or hamilton form re-charts (chart.h), the charts this run's */
+    chrt_options o;
+    char msg[600];
+    chrt_options_default(&o);
+    ch_charts *charts = s->chart_quality
+                            ? ch_charts_new(r->ctx, r->d, r->form, r->cc, s, o.chart_min)
+                            : NULL;
+    if (charts) {
+        ch_charts_on_note(charts, repl_note, r);
+        o.rechart = ch_charts_rechart, o.rechart_ctx = charts;
+    }
     double ratio = T / r->dt, n_d = ceil(ratio - 1e-9 * (ratio > 1 ? ratio : 1));
     long n = n_d > 0 ? (long)n_d : 0, every = n / MAX_ROWS + 1, k = 0;
     double *row = malloc(r->traj.ncols * sizeof *row);
@@ -313,7 +330,9 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     chrt_stepper st = {s->nx, work};
     double t = 0;
     *failed = 1;
-    if (!row || !work) complain(r, "out of memory");
+    if (!row || !work || (s->chart_quality && !charts)) complain(r, "out of memory");
+    else if (chrt_chart_check(&s, &o, t, x, p, msg, sizeof msg))
+        complain(r, "%s", msg);
     else if (traj_row(r, s, 0, x, p, row))
         complain(r, "the velocities or outputs are singular at the initial state");
     else
@@ -323,12 +342,17 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
         int rc = chrt_step(&st, r->method, s->rhs, t, tn - t, x, p);
         if (rc) {
             complain(r, "numerical failure at t = %.17g (step %ld): %s", t, k + 1,
-                     rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                             : "the new state is not finite");
+                     chrt_step_failure[rc >= 1 && rc <= 3 ? rc : 1]);
             *failed = 1;
             break;
         }
         t = tn;
+        if (chrt_chart_check(&s, &o, t, x, p, msg, sizeof msg)) {
+            complain(r, "%s", msg);
+            *failed = 1;
+            k++;
+            break;
+        }
         if (((k + 1) % every == 0 || k + 1 == n) && traj_row(r, s, t, x, p, row)) {
             complain(r, "numerical failure at t = %.17g (step %ld): the velocities "
                      "or outputs are singular", t, k + 1);
@@ -337,6 +361,7 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     }
     free(row);
     free(work);
+    ch_charts_free(charts);
     return k;
 }
 

@@ -127,29 +127,25 @@ static int check_options(const chrt_options *o, long *nsteps, char *errbuf,
     return CHRT_OK;
 }
 
-static const char *const step_failure[] = {
+const char *const chrt_step_failure[4] = {
     "", "the right-hand side failed: singular system or Newton not converged", "the new state is not finite",
     "the right-hand side failed: the chart is numerically singular"};
 static const char *const row_failure[] = {
     "", "the velocities or outputs are singular", "the velocities are not finite"};
 
-/* The chart check of simulate.h (chrt_options.chart_min, rechart): at t
- * with the state in w->x, when the chart's quality is below chart_min,
- * a better chart from o->rechart (*s replaced) or CHRT_EXIT_NUMERIC
- * with the message. */
-static int chart_check(const chrt_system **s, const chrt_options *o, chrt_work *w,
-                       double t, const double *p, char *errbuf, size_t errlen)
+int chrt_chart_check(const chrt_system **s, const chrt_options *o, double t,
+                     double *x, const double *p, char *errbuf, size_t errlen)
 {
     char note[256];
     double q;
     if (!(*s)->chart_quality) return CHRT_OK;
-    q = (*s)->chart_quality(t, w->x, p);
+    q = (*s)->chart_quality(t, x, p);
     if (q >= o->chart_min) return CHRT_OK;
     note[0] = 0;
     if (!o->rechart)
         snprintf(note, sizeof note, "%s cannot change its chart (no re-charting)",
                  (*s)->name);
-    else if (o->rechart(o->rechart_ctx, t, w->x, p, s, note, sizeof note) == 0)
+    else if (o->rechart(o->rechart_ctx, t, x, p, s, note, sizeof note) == 0)
         return CHRT_OK;
     return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                 "numerical failure at t = %.17g: the chart is singular (quality "
@@ -163,7 +159,7 @@ static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
     long k;
     int rc;
     double t = 0;
-    if ((rc = chart_check(&s, o, w, t, p, errbuf, errlen)) != 0) return rc;
+    if ((rc = chrt_chart_check(&s, o, t, w->x, p, errbuf, errlen)) != 0) return rc;
     if (o->project && s->project && (s->project(t, w->x, p) || !state_finite(w->x, s->nx)))
         return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step 0): the projection "
@@ -181,14 +177,14 @@ static int run_loop(const chrt_system *s, const chrt_options *o, long nsteps,
         if (rc)
             return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                         "numerical failure at t = %.17g (step %ld): %s", t,
-                        k + 1, step_failure[rc >= 1 && rc <= 3 ? rc : 1]);
+                        k + 1, chrt_step_failure[rc >= 1 && rc <= 3 ? rc : 1]);
         if (o->project && s->project
             && (s->project(tn, w->x, p) || !state_finite(w->x, s->nx)))
             return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                         "numerical failure at t = %.17g (step %ld): the "
                         "projection onto the constraints failed", tn, k + 1);
         t = tn;
-        if ((rc = chart_check(&s, o, w, t, p, errbuf, errlen)) != 0) return rc;
+        if ((rc = chrt_chart_check(&s, o, t, w->x, p, errbuf, errlen)) != 0) return rc;
         if ((k + 1) % o->every == 0 && (rc = put_row(s, w, t, p, out)) != 0)
             return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                         "numerical failure at t = %.17g (step %ld): %s", t,

@@ -63,6 +63,17 @@ typedef struct {
 /* Exit codes of SPEC §2 that the runtime can produce. */
 enum { CHRT_OK = 0, CHRT_EXIT_IO = 1, CHRT_EXIT_USAGE = 2, CHRT_EXIT_NUMERIC = 3 };
 
+/* The chart check of the loop (simulate.h's chrt_options.chart_min and
+ * rechart) at (t, x): CHRT_OK when *s has no chart or its quality is at
+ * least o->chart_min, or after o->rechart replaced *s and x by a better
+ * chart; otherwise CHRT_EXIT_NUMERIC with "numerical failure at t = T:
+ * the chart is singular (quality Q < MIN): NOTE" in errbuf. */
+int chrt_chart_check(const chrt_system **s, const chrt_options *o, double t,
+                     double *x, const double *p, char *errbuf, size_t errlen);
+
+/* Why chrt_step failed, by its return value (1..3). */
+extern const char *const chrt_step_failure[4];
+
 /* rk4, dt 1e-3, t1 1, every 1, no projection (SPEC §2 defaults). */
 void chrt_options_default(chrt_options *o);
 
