@@ -133,6 +133,35 @@ const char *const chrt_step_failure[4] = {
 static const char *const row_failure[] = {
     "", "the velocities or outputs are singular", "the velocities are not finite"};
 
+/* The note where there is no re-charting: the dependent velocities are
+ * the coordinates whose velocity (reduced) or momentum (hamilton) is not
+ * a state variable. */
+static void no_rechart_note(const chrt_system *s, char *note, size_t size)
+{
+    char dep[160];
+    size_t len = 0;
+    int i, j;
+    dep[0] = 0;
+    for (i = 0; i < s->nq && len + 1 < sizeof dep; i++) {
+        const char *q = s->state_names[i];
+        size_t ql = strlen(q);
+        int indep = 0, w;
+        for (j = s->nq; j < s->nx && !indep; j++) {
+            const char *v = s->state_names[j];
+            if (v[0] == 'y' && v[1] == '_' && strcmp(v + 2, q) == 0) indep = 1;
+            if (strncmp(v, q, ql) == 0 && v[ql] == '\'' && v[ql + 1] == 0) indep = 1;
+        }
+        if (indep) continue;
+        w = snprintf(dep + len, sizeof dep - len, "%s%s'", len ? " " : "", q);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    snprintf(note, size, "the block G_d of the dependent velocities %s of the "
+             "constraint Jacobian (or the Legendre map) is near-singular, and %s "
+             "cannot change its chart here (no re-charting: --no-rechart, or a "
+             "driver program)", dep, s->name);
+}
+
 int chrt_chart_check(const chrt_system **s, const chrt_options *o, double t,
                      double *x, const double *p, char *errbuf, size_t errlen)
 {
@@ -143,8 +172,7 @@ int chrt_chart_check(const chrt_system **s, const chrt_options *o, double t,
     if (q >= o->chart_min) return CHRT_OK;
     note[0] = 0;
     if (!o->rechart)
-        snprintf(note, sizeof note, "%s cannot change its chart (no re-charting)",
-                 (*s)->name);
+        no_rechart_note(*s, note, sizeof note);
     else if (o->rechart(o->rechart_ctx, t, x, p, s, note, sizeof note) == 0)
         return CHRT_OK;
     return fail(errbuf, errlen, CHRT_EXIT_NUMERIC,

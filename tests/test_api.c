@@ -190,8 +190,50 @@ static void test_hamilton(void)
     ch_system_free(s);
 }
 
+/* The knife edge with c = 0 and phi' = 1 turns at a constant rate: the
+ * chart of `dependent y'` is singular at phi = pi/2 + j pi. The reduced
+ * and hamilton systems switch charts there (six times up to t = 10, the
+ * state's names following) and end where the full form, which has no
+ * chart, does; with re-charting off they stop at the first switch. */
+static void test_recharting(void)
+{
+    ch_err err;
+    double qt[3][3], x[3][6];
+    const char *forms[3] = {"full", "reduced", "hamilton"};
+    for (int f = 0; f < 3; f++) {
+        ch_system *s = compile_knife(forms[f]);
+        if (!s) return;
+        CHECK(ch_system_set_param(s, "c", 0, &err) == 0);
+        CHECK(ch_system_set_state(s, "phi'", 1, &err) == 0);
+        CHECK_STR(ch_system_chart(s), f ? "y'" : "");
+        CHECK(ch_system_chart_quality(s) == 1.0); /* phi = 0: |cos(phi)| */
+        CHECK_MSG(ch_system_integrate(s, 10, "rk4", 1e-4, &err) == 0, "%s", err.msg);
+        CHECK(ch_system_recharts(s) == (f ? 6 : 0));
+        CHECK_STR(ch_system_chart(s), f ? "y'" : ""); /* after an even number */
+        CHECK(ch_system_velocities(s, qt[f], &err) == 0);
+        memcpy(x[f], ch_system_state(s), (size_t)ch_system_nx(s) * sizeof x[f][0]);
+        if (f) {
+            /* off: the first switch at phi = pi/2 - asin(0.01) is a failure */
+            CHECK(ch_system_set_rechart(s, 0, 0.01, &err) == 0);
+            CHECK(ch_system_set_rechart(s, 0, -1, &err) == CH_E_USAGE);
+            CHECK(ch_system_set_state_vector(s, 0, x[f], &err) == 0);
+            CHECK(ch_system_set_state(s, "phi", 0, &err) == 0);
+            CHECK(ch_system_integrate(s, 10, "rk4", 1e-3, &err) == CH_E_NUMERIC);
+            CHECK_NEAR(ch_system_time(s), 1.561, 1e-9);
+            CHECK(strstr(err.msg, "the chart is singular") != NULL);
+        }
+        ch_system_free(s);
+    }
+    for (int f = 1; f < 3; f++)
+        for (int i = 0; i < 3; i++) {
+            CHECK_NEAR(x[f][i], x[0][i], 1e-8);
+            CHECK_NEAR(qt[f][i], qt[0][i], 1e-8);
+        }
+}
+
 int main(void)
 {
+    RUN(test_recharting);
     RUN(test_errors);
     RUN(test_queries);
     RUN(test_stepping);
