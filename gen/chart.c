@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_red.h"
 #include "eval.h"
 
 typedef struct {

@@ -103,11 +103,6 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err);
 
-/* Below this chart quality (fun_chart's kn_cq, README "Charts") the
- * emitted rhs of a reduced or hamilton form returns 2: the chart is
- * numerically singular there. */
-#define CH_CHART_SINGULAR 1e-9
-
 /* The momentum columns y_NAME of another chart of the same model (the
  * first chart of a run that re-charts, chart.h): its m independent
  * coordinates and y* = dL* / dq'_r there, expressions in t, q and all
