@@ -15,7 +15,8 @@ _chetaev_options()
         derive) echo "--format --only -h --help --max-nodes" ;;
         emit) echo "--form -o --prefix --driver -h --help --max-nodes" ;;
         run) echo "--form --method --dt --t1 --every --set --init --project
-                   --compiler -o --plot --plot-vars --xy -h --help --max-nodes" ;;
+                   --chart-min --no-rechart --compiler -o --plot --plot-vars --xy
+                   -h --help --max-nodes" ;;
         check) echo "--format --loop --plot -h --help --max-nodes" ;;
         repl) echo "--form --compiler --max-nodes -h --help" ;;
     esac
@@ -66,7 +67,7 @@ _chetaev()
                 =) ;;
                 --format|--only|--form|-o|--prefix|--method|--dt|--t1|--every|\
                 --set|--init|--compiler|--plot|--plot-vars|--xy|--loop|\
-                --max-nodes) ;;
+                --max-nodes|--chart-min) ;;
                 *) model=$w ;;
             esac
         fi
@@ -116,7 +117,7 @@ _chetaev()
             COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur"))
             compopt -o filenames 2>/dev/null
             return 0 ;;
-        --dt|--t1|--every|--init|--prefix|--plot-vars|--xy|--loop|--max-nodes|=)
+        --dt|--t1|--every|--init|--prefix|--plot-vars|--xy|--loop|--max-nodes|--chart-min|=)
             return 0 ;;
     esac
 

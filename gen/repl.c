@@ -693,6 +693,8 @@ static const char help_text[] =
     "  dt H                 step size (default 1e-3)\n"
     "  run T                integrate from the initial state to t = T; prints\n"
     "                       the final state, energy drift, constraint residuals\n"
+    "                       (and a note where a reduced or hamilton form\n"
+    "                       switches its dependent velocities: README, Charts)\n"
     "  show [KEY ...]       derived quantities (SPEC section 3 keys, as derive\n"
     "                       prints them); 'show' alone lists the keys\n"
     "  check                audit conserved quantities (as chetaev check)\n"
