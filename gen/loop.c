@@ -219,9 +219,15 @@ static int transport(const chrt_system *s, const ch_loop_options *o,
             return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0,
                                 "loop point %zu: numerical failure at t = %.17g "
                                 "(step %ld): %s", point, t, k + 1,
-                                rc == 1 ? "the right-hand side failed: singular system or Newton not converged"
-                                        : "the new state is not finite");
+                                chrt_step_failure[rc >= 1 && rc <= 3 ? rc : 1]);
         t = tn;
+        /* I1 is an integral over the momenta of one chart: no re-charting,
+         * a degraded chart is a failure (README "Charts") */
+        chrt_options co;
+        char msg[600];
+        chrt_options_default(&co);
+        if (chrt_chart_check(&s, &co, t, x, p, msg, sizeof msg))
+            return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0, "loop point %zu: %s", point, msg);
     }
     return 0;
 }
