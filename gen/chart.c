@@ -129,7 +129,7 @@ void ch_charts_dependent(const ch_charts *c, const chrt_system *s, char *buf, si
 }
 
 /* G (k x n) at (t, q, qt, p) into c->g, every row scaled to unit length;
- * 0, or -1 where a row is zero or not finite. */
+ * 0, or 1 + the index of a row that is zero or not finite. */
 static int scaled_g(ch_charts *c, double t, const double *q, const double *qt, const double *p)
 {
     const ch_model *m = c->d->model;
@@ -144,7 +144,7 @@ static int scaled_g(ch_charts *c, double t, const double *q, const double *qt, c
     for (size_t r = 0; r < k; r++) {
         double s = 0;
         for (size_t j = 0; j < n; j++) s += c->g[r * n + j] * c->g[r * n + j];
-        if (!(s > 0 && s <= 1e300)) return -1;
+        if (!(s > 0 && s <= 1e300)) return (int)r + 1;
         s = 1 / sqrt(s);
         for (size_t j = 0; j < n; j++) c->g[r * n + j] *= s;
     }
@@ -269,9 +269,16 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
         return 1;
     }
     dep_names(c, cur->dep, was, sizeof was);
-    if ((*s)->velocities(t, x, p, c->qt) || scaled_g(c, t, x, c->qt, p)) {
-        snprintf(note, notelen, "the velocities or the constraint Jacobian are singular "
-                 "at the dependent velocities %s", was);
+    if ((*s)->velocities(t, x, p, c->qt)) {
+        snprintf(note, notelen, "the velocities of the chart with dependent velocities %s "
+                 "cannot be computed", was);
+        return 1;
+    }
+    int row = scaled_g(c, t, x, c->qt, p);
+    if (row) {
+        snprintf(note, notelen, "row %d of the constraint Jacobian (constraint %d) vanishes "
+                 "or is not finite: no choice of dependent velocities is regular (were %s)",
+                 row, row, was);
         return 1;
     }
     double qcur = block_quality(c, cur->dep);

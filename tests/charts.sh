@@ -8,7 +8,8 @@
 # never crossing the singular chart silently.
 # Models: the knife edge of the README (c = 0, phi' = 1: singular at
 # phi = pi/2 + j pi), tests/models/tractor_trailer.nh (heading through
-# north), tests/models/diffdrive.nh with and without its `dependent` line.
+# north), tests/models/diffdrive.nh with and without its `dependent` line,
+# tests/models/parallel_rows.nh (no regular chart at t = 1).
 # Usage: charts.sh CHETAEV SRCDIR
 set -u
 bin=$1
@@ -187,6 +188,16 @@ PY
 go knife_badmin "$knife" reduced --chart-min 2
 [ "$(cat "$tmp/knife_badmin.rc")" = 2 ] && grep -q "chart-min" "$tmp/knife_badmin.err" \
     && ok || bad "--chart-min 2 is a usage error"
+
+# where no chart is good (rows of G parallel at t = 1), the run stops with
+# exit 3 naming the block, after the switches that helped
+pr=$src/tests/models/parallel_rows.nh
+for f in reduced hamilton; do
+    go par_$f "$pr" $f --t1 2
+    stops par_$f 0.986 && grep -q "note: t = 0.832: dependent velocities x' z' (were x' y')" \
+        "$tmp/par_$f.err" && grep -q "G_d of the dependent velocities x' z' of the constraint Jacobian is singular.*no other choice is regular enough" \
+        "$tmp/par_$f.err" && ok || bad "parallel rows, $f form: $(cat "$tmp/par_$f.err")"
+done
 
 # the driver program (no generator) cannot re-chart: exit 3 and the message
 if command -v cc >/dev/null 2>&1; then
