@@ -30,7 +30,13 @@
  *          coordinates and velocities (full: dependent velocities replaced
  *          by alpha; reduced: the independent ones; hamilton: y* = dL* / dq'_r)
  *   int    PREFIX_rhs(t, x, p, dxdt)       0, or 1 where singular (or the
- *          implicit-alpha Newton fails)
+ *          implicit-alpha Newton fails), 2 where the chart of a reduced or
+ *          hamilton form is numerically singular (G_d's pivot at most
+ *          CH_CHART_SINGULAR of its row of G, emit_red.h)
+ *   double PREFIX_chart_quality(t, x, p)   the chart's conditioning in
+ *          [0, 1] (README "Charts"; 1 for the full form), and
+ *          #define PREFIX_CHART 1 for a reduced or hamilton form with
+ *          constraints (0 otherwise)
  *   double PREFIX_energy(t, x, p)          E at the full velocities
  *          (HUGE_VAL when the velocities cannot be reconstructed)
  *   int    PREFIX_velocities(t, x, p, qt[n])  all n velocities
