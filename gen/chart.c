@@ -11,7 +11,8 @@
 
 typedef struct {
     int *dep;              /* k coordinate indices, increasing */
-    ch_model model;        /* the parsed model with dep and the state of the switch */
+    ch_model *model;       /* the parsed model with dep and the state of the switch
+                            * (its own allocation: the derivation points to it) */
     double *q0, *qt0;
     ch_derivation *d;      /* NULL for the first chart (the caller's) */
     ch_compiled *comp;     /* NULL for the first chart */
@@ -88,6 +89,7 @@ void ch_charts_free(ch_charts *c)
         free(c->ch[i].dep);
         free(c->ch[i].q0);
         free(c->ch[i].qt0);
+        free(c->ch[i].model);
     }
     free(c->ch);
     free(c->symval), free(c->g), free(c->a), free(c->qt), free(c->xn), free(c->dep);
@@ -222,20 +224,22 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
     memcpy(h->dep, dep, k * sizeof *dep);
     h->q0 = malloc((n + 1) * sizeof *h->q0);
     h->qt0 = malloc((n + 1) * sizeof *h->qt0);
+    h->model = malloc(sizeof *h->model);
     ch_error err;
     ch_error_clear(&err);
-    int rc = h->q0 && h->qt0 ? 0 : ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    int rc = h->q0 && h->qt0 && h->model
+                 ? 0 : ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     if (!rc) {
         memcpy(h->q0, q, n * sizeof *q);
         memcpy(h->qt0, qt, n * sizeof *qt);
         /* the model as parsed with `dependent` replaced, its initial
          * state the state of the switch (where the choice is checked) */
-        h->model = *c->d->model;
-        h->model.ndep = k;
-        h->model.dependent = h->dep;
-        h->model.q0 = h->q0;
-        h->model.qt0 = h->qt0;
-        rc = ch_derive(c->ctx, &h->model, &h->d, &err);
+        *h->model = *c->d->model;
+        h->model->ndep = k;
+        h->model->dependent = h->dep;
+        h->model->q0 = h->q0;
+        h->model->qt0 = h->qt0;
+        rc = ch_derive(c->ctx, h->model, &h->d, &err);
     }
     /* hamilton: the y_NAME columns stay the first chart's momenta */
     ch_chart_cols cols = {c->d->mf.indep, c->d->red.y_star};
@@ -249,7 +253,7 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
                  err.msg);
         /* dropped: a later attempt tries again */
         ch_compiled_free(h->comp);
-        free(h->dep), free(h->q0), free(h->qt0);
+        free(h->dep), free(h->q0), free(h->qt0), free(h->model);
         c->nch--;
         return NULL;
     }
