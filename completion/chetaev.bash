@@ -15,7 +15,7 @@ _chetaev_options()
         derive) echo "--format --only -h --help --max-nodes" ;;
         emit) echo "--form -o --prefix --driver -h --help --max-nodes" ;;
         run) echo "--form --method --rtol --atol --dt --dt-max --dt-out --t1 --every
-                   --max-steps --stats --set --init --project
+                   --max-steps --stats --set --init --project --chart-min --no-rechart
                    --compiler -o --plot --plot-vars --xy -h --help --max-nodes" ;;
         check) echo "--format --loop --plot -h --help --max-nodes" ;;
         repl) echo "--form --compiler --max-nodes -h --help" ;;
@@ -68,7 +68,7 @@ _chetaev()
                 --format|--only|--form|-o|--prefix|--method|--dt|--t1|--every|\
                 --rtol|--atol|--dt-max|--dt-out|--max-steps|\
                 --set|--init|--compiler|--plot|--plot-vars|--xy|--loop|\
-                --max-nodes) ;;
+                --max-nodes|--chart-min) ;;
                 *) model=$w ;;
             esac
         fi
@@ -118,7 +118,7 @@ _chetaev()
             COMPREPLY=($(compgen -f -X '!*.svg' -- "$cur") $(compgen -d -- "$cur"))
             compopt -o filenames 2>/dev/null
             return 0 ;;
-        --dt|--t1|--every|--rtol|--atol|--dt-max|--dt-out|--max-steps|\
+        --dt|--t1|--every|--rtol|--atol|--dt-max|--dt-out|--max-steps|--chart-min|\
         --init|--prefix|--plot-vars|--xy|--loop|--max-nodes|=)
             return 0 ;;
     esac

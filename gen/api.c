@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "emit_c.h"
@@ -31,11 +32,26 @@ struct ch_problem {
     ch_model *model;
     ch_derivation *der;
     char *file; /* the model keeps a pointer to it */
+    char *text; /* the model's source, for the systems' re-charting */
+    size_t len;
 };
 
 struct ch_system {
     ch_compiled *c;
-    const chrt_system *sys; /* &c->sys */
+    const chrt_system *sys; /* the current chart's: &c->sys, or one of charts' */
+    /* Re-charting (chart.h): the model's source, derived again in a context
+     * of the system's own the first time the chart degrades, so that a
+     * system never depends on its problem. */
+    char *file, *text;
+    size_t len;
+    ch_form form;
+    ch_compiler cc;
+    int rechart;
+    double chart_min;
+    ch_ctx *rctx;
+    ch_charts *charts;
+    char chart[256];    /* the current dependent velocities "x' y'" */
+    char chart0[256];   /* the first chart's (ch_system_reset returns to it) */
     double t;
     double *x, *p;      /* nx, np */
     double *q, *qt;     /* nq each: scratch for state_from */
@@ -94,8 +110,15 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
     }
-    int rc = text ? ch_model_parse(pb->ctx, pb->file, text, len, &pb->model, &e)
-                  : ch_model_load(pb->ctx, pb->file, &pb->model, &e);
+    int rc = 0;
+    if (text) {
+        pb->len = len;
+        if (!(pb->text = malloc(len + 1))) rc = ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        else memcpy(pb->text, text, len);
+    } else {
+        rc = ch_model_read(pb->file, &pb->text, &pb->len, &e);
+    }
+    if (!rc) rc = ch_model_parse(pb->ctx, pb->file, pb->text, pb->len, &pb->model, &e);
     if (!rc) rc = ch_derive(pb->ctx, pb->model, &pb->der, &e);
     if (rc) {
         export_error(err, &e);
@@ -131,6 +154,7 @@ void ch_problem_free(ch_problem *pb)
     if (!pb) return;
     if (pb->ctx) ch_ctx_free(pb->ctx);
     free(pb->file);
+    free(pb->text);
     free(pb);
 }
 
@@ -169,6 +193,17 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
         return NULL;
     }
     const chrt_system *sys = s->sys = &s->c->sys;
+    s->form = (ch_form)f, s->cc = cc, s->rechart = 1, s->chart_min = CHRT_CHART_MIN;
+    for (size_t a = 0, len = 0; a < pb->der->lag.k && len + 1 < sizeof s->chart; a++) {
+        int w = snprintf(s->chart + len, sizeof s->chart - len, "%s%s'", a ? " " : "",
+                         ch_sym_of(pb->model->q[pb->der->mf.dep[a]])->name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    memcpy(s->chart0, s->chart, sizeof s->chart);
+    s->file = strdup(pb->file);
+    s->len = pb->len;
+    if ((s->text = malloc(pb->len + 1))) memcpy(s->text, pb->text, pb->len);
     /* calloc(0) may return NULL: allocate at least one of each. */
     size_t nx = (size_t)sys->nx + 1, np = (size_t)sys->np + 1, nq = (size_t)sys->nq + 1;
     s->x = calloc(nx, sizeof *s->x);
@@ -179,7 +214,7 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     chrt_options o;
     chrt_options_default(&o);
     s->rtol = o.rtol, s->atol = o.atol, s->dt_max = o.dt_max, s->max_steps = o.max_steps;
-    if (!s->x || !s->p || !s->q || !s->qt || !s->scratch) {
+    if (!s->x || !s->p || !s->q || !s->qt || !s->scratch || !s->file || !s->text) {
         ch_system_free(s);
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
@@ -192,6 +227,10 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
 void ch_system_free(ch_system *s)
 {
     if (!s) return;
+    ch_charts_free(s->charts);
+    if (s->rctx) ch_ctx_free(s->rctx);
+    free(s->file);
+    free(s->text);
     ch_compiled_free(s->c);
     free(s->x);
     free(s->p);
@@ -271,7 +310,10 @@ static int state_from(ch_system *s, double t, double *x, ch_err *err)
 
 int ch_system_reset(ch_system *s, ch_err *err)
 {
-    const chrt_system *sys = s->sys;
+    /* the model's initial state is the first chart's (a later chart's
+     * initial() is the state where it was switched to) */
+    const chrt_system *sys = s->sys = &s->c->sys;
+    memcpy(s->chart, s->chart0, sizeof s->chart);
     sys->initial(s->x);
     s->t = 0;
     if (sys->np == 0 || !memcmp(s->p, sys->param_defaults, (size_t)sys->np * sizeof *s->p))
@@ -370,6 +412,55 @@ static void api_note(void *ctx, double t, const char *text)
     snprintf(st->note, sizeof st->note, "%s", text);
 }
 
+/* chrt_options.rechart for the system (rctx): the model is derived again
+ * in the system's own context the first time (chart.h). */
+static int api_rechart(void *ctx, double t, double *x, const double *p,
+                       const chrt_system **sys, char *note, size_t notelen)
+{
+    ch_system *s = ctx;
+    if (!s->charts) {
+        ch_error e;
+        ch_error_clear(&e);
+        ch_model *m = NULL;
+        ch_derivation *d = NULL;
+        int rc = (s->rctx = ch_ctx_new()) ? 0 : ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        if (!rc) rc = ch_model_parse(s->rctx, s->file, s->text, s->len, &m, &e);
+        if (!rc) rc = ch_derive(s->rctx, m, &d, &e);
+        if (!rc && !(s->charts = ch_charts_new(s->rctx, d, s->form, s->cc, &s->c->sys,
+                                                 s->chart_min)))
+            rc = ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        if (rc) {
+            snprintf(note, notelen, "cannot derive the model again: %s", e.msg);
+            if (s->rctx) ch_ctx_free(s->rctx);
+            s->rctx = NULL;
+            return 1;
+        }
+    }
+    int rc = ch_charts_rechart(s->charts, t, x, p, sys, note, notelen);
+    if (!rc) ch_charts_dependent(s->charts, *sys, s->chart, sizeof s->chart);
+    return rc;
+}
+
+const char *ch_system_chart(const ch_system *s)
+{
+    return s->sys->chart_quality ? s->chart : "";
+}
+
+double ch_system_chart_quality(const ch_system *s)
+{
+    return s->sys->chart_quality ? s->sys->chart_quality(s->t, s->x, s->p) : 1.0;
+}
+
+int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
+{
+    if (!(chart_min >= 0 && chart_min < 0.25))
+        return fail(err, CH_E_USAGE, "%s", "chart_min must be a number in [0, 0.25)");
+    s->rechart = on != 0;
+    s->chart_min = chart_min;
+    if (s->charts) ch_charts_set_chart_min(s->charts, chart_min);
+    return 0;
+}
+
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err)
 {
@@ -391,6 +482,8 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     o.rtol = s->rtol, o.atol = s->atol;
     o.dt_max = chrt_method_adaptive(o.method) ? s->dt_max : 0;
     o.max_steps = s->max_steps;
+    o.chart_min = s->chart_min;
+    if (s->rechart) o.rechart = api_rechart, o.rechart_ctx = s;
     /* Rows are not kept: a sink only for the notes of re-charts. */
     chrt_sink notes = {NULL, api_note, &s->stats};
     chrt_stats st;
@@ -398,6 +491,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     const chrt_system *sys = s->sys;
     int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, &notes, &st, &s->t, msg,
                             sizeof msg);
+    s->sys = sys; /* x is in the last chart's state, also after a failure */
     s->stats.accepted = st.accepted;
     s->stats.rejected = st.rejected;
     s->stats.rhs_calls = st.rhs_calls;

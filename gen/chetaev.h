@@ -191,12 +191,38 @@ int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err);
  * first step of an adaptive method, then its stages, 12 per dop853 and 6
  * per rk45 attempt, accepted or rejected; 1, 2, 4 per euler, midpoint,
  * rk4 step). recharts counts the changes of chart of a reduced or
- * hamilton form; note is the last one's note ("" when none). */
+ * hamilton form in that call (README "Charts"); note is the last one's
+ * note ("t = 1.5608: dependent velocities x' (were y')"; "" when none). */
 typedef struct ch_stats {
     long accepted, rejected, rhs_calls, recharts;
     char note[256];
 } ch_stats;
 void ch_system_stats(const ch_system *s, ch_stats *st);
+
+/* ---- charts (README "Charts") ------------------------------------------- */
+
+/* The reduced and hamilton forms of a model with constraints are charts:
+ * their state is valid where the constraint Jacobian's block of the
+ * dependent velocities (and hamilton's Legendre map) is well conditioned.
+ * ch_system_integrate checks the chart's quality (a number in [0, 1], 0
+ * where singular) before the first step and after every step; below
+ * chart_min (default 0.01) it switches to the best-conditioned dependent
+ * velocities at that state (the form derived and compiled again with
+ * them, the state mapped; from then on the state's names and
+ * ch_system_rhs are the new chart's), or, where no chart is better or
+ * re-charting is off, fails with CH_E_NUMERIC naming the singular block
+ * and the time. The switches of a call are counted in ch_system_stats's
+ * recharts, the last one's note in its note. ch_system_reset returns to
+ * the first chart (the model's initial state is in it);
+ * ch_system_set_state_vector takes a state of the current chart. */
+
+/* The chart's quality at the current state (1 for a form with no chart). */
+double ch_system_chart_quality(const ch_system *s);
+/* The current dependent velocities ("y'" or "x' th1'"; "" without a chart). */
+const char *ch_system_chart(const ch_system *s);
+/* Re-charting on (default) or off (stop instead), and the threshold
+ * chart_min in [0, 0.25) (0: never; CH_E_USAGE otherwise). */
+int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,13 @@ int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                     const char *prefix, ch_compiler cc, ch_compiled **out,
                     ch_error *err)
 {
+    return ch_compile_chart(ctx, d, form, prefix, NULL, cc, out, err);
+}
+
+int ch_compile_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                     const char *prefix, const ch_chart_cols *cols, ch_compiler cc,
+                     ch_compiled **out, ch_error *err)
+{
     *out = NULL;
     ch_compiled *c = calloc(1, sizeof *c);
     if (!c) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
@@ -34,7 +41,7 @@ int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     ch_buf_init(&h);
     ch_buf_init(&src);
     ch_buf_init(&unit);
-    int rc = ch_emit_c(ctx, d, form, c->prefix, &h, &src, err);
+    int rc = ch_emit_c_chart(ctx, d, form, c->prefix, NULL, cols, &h, &src, err);
     if (!rc) {
         ch_driver_jit_unit(c->prefix, h.s, src.s, &unit);
         if (h.oom || src.oom || unit.oom)

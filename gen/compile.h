@@ -38,6 +38,12 @@ int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                     const char *prefix, ch_compiler cc, ch_compiled **out,
                     ch_error *err);
 
+/* ch_compile_form with the hamilton form's momentum columns of another
+ * chart (emit_c.h, ch_emit_c_chart; NULL: its own). */
+int ch_compile_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                     const char *prefix, const ch_chart_cols *cols, ch_compiler cc,
+                     ch_compiled **out, ch_error *err);
+
 void ch_compiled_free(ch_compiled *c);
 
 #endif

@@ -66,9 +66,15 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "    s.outputs = %s_outputs;\n"
         "    s.project = %s_project;\n"
         "    s.state_from = %s_state_from;\n"
+        "    /* a driver program cannot re-chart (no generator): where the\n"
+        "     * chart degrades it stops with exit 3 */\n"
+        "#if %s_CHART\n"
+        "    s.chart_quality = %s_chart_quality;\n"
+        "#else\n"
         "    s.chart_quality = NULL;\n"
+        "#endif\n"
         "    return chrt_main(&s, argc, argv);\n"
-        "}\n", P, P, P, P, P, P, P);
+        "}\n", P, P, P, P, P, P, P, P, P);
 }
 
 static const char *const runtime_files[] = {"integrate.h", "integrate.c",
@@ -129,8 +135,9 @@ void ch_driver_jit_unit(const char *prefix, const char *header,
     }
     ch_buf_printf(unit,
         "\n#ifndef %s_NOUT\n#define %s_NOUT 0\n#endif\n"
-        "const int %s_chrt_dims[4] = {%s_NX, %s_NQ, %s_NP, %s_NOUT};\n",
-        prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+        "#ifndef %s_CHART\n#define %s_CHART 0\n#endif\n"
+        "const int %s_chrt_dims[5] = {%s_NX, %s_NQ, %s_NP, %s_NOUT, %s_CHART};\n",
+        prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
 }
 
 /* Looks up PREFIX_suffix; NULL with the error set when missing. */
@@ -179,6 +186,11 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
     BIND_FN(s->outputs, sym[4]);
     BIND_FN(s->project, sym[5]);
     BIND_FN(s->state_from, sym[6]);
+    if (dims[4]) { /* a chart (reduced, hamilton with constraints) */
+        void *cq = lookup(j, prefix, "chart_quality", err);
+        if (!cq) return CH_ERR_MODEL;
+        BIND_FN(s->chart_quality, cq);
+    }
     return 0;
 }
 

@@ -94,6 +94,9 @@ typedef struct {
     int ham_fused;            /* the rhs calls kn_hrhs (eta, alpha, y*_t) */
     ch_opcount ham_ops;       /* of kn_ham or kn_hrhs */
     ch_opcount eta_ops;       /* of kn_eta */
+    const ch_chart_cols *cols; /* hamilton: another chart's momentum columns, or NULL */
+    int acc_chart;            /* kn_acc tests G_d's pivots against their rows (returns 2) */
+    int ck;                   /* kn_ck does the same for the rhs of the other paths */
 } emitter;
 
 static const char *namer(void *data, const ch_sym *s)
@@ -406,6 +409,11 @@ static void kernel_dyn(emitter *e)
     e->dyn_nz = ch_ctx_alloc(e->ctx, i);
     if (!e->dyn_nz) e->failed = 1;
     for (size_t j = 0; e->dyn_nz && j < i; j++) e->dyn_nz[j] = o[j] && !ch_is_zero(o[j]);
+    /* 2: an entry of G constant along the motion (ch_redsolve.nz) */
+    for (size_t j = n * n; e->dyn_nz && j < n * n + k * n; j++)
+        if (e->dyn_nz[j] && !ch_has_sym_kind(o[j], CH_SYM_TIME)
+            && !ch_has_sym_kind(o[j], CH_SYM_COORD) && !ch_has_sym_kind(o[j], CH_SYM_VEL))
+            e->dyn_nz[j] = 2;
 }
 
 /* kn_facc: all n accelerations from kn_dyn's values o by the null-space
@@ -818,12 +826,155 @@ static const ch_expr **red_outputs(emitter *e)
     return o;
 }
 
+static int chart_exprs(emitter *e, const ch_expr **o);
+static void pivot_check_at(emitter *e, const ch_expr *const *outs, char *const *ref, size_t at,
+                           ch_buf *code);
+
+/* Whether the form is a chart (THEORY §4-5): reduced and hamilton with
+ * constraints, whose state is valid only where G_d (and, for hamilton,
+ * the Legendre map's K) is regular. */
+static int has_chart(const emitter *e)
+{
+    return e->form != CH_FORM_FULL && e->k > 0;
+}
+
+/* The chart's conditioning (README "Charts"): kn_cq(t, x, p, v) at all n
+ * velocities v, a number in [0, 1], 0 where singular:
+ *  - G_d: every row of G (k x n) scaled to unit Euclidean length (so
+ *    the number does not depend on how a constraint is written), then the
+ *    smallest pivot of an LU with partial pivoting of the dependent
+ *    columns of those rows. For k = 1 it is |G_d| / |G|, the sine of the
+ *    angle between the constraint's normal and the independent
+ *    velocities' plane; in general an estimate of the smallest singular
+ *    value of the row-scaled G_d (at most 1: the first pivot is an entry
+ *    of a unit row).
+ *  - hamilton also K = d y* by dq'_r (the Legendre map): scaled to unit
+ *    diagonal, the smallest diagonal entry of its Cholesky factor (the
+ *    sine of the smallest angle between a column and the span of the
+ *    others in K's metric; 0 where K is not positive definite).
+ * The quality is the smaller of the two. PREFIX_chart_quality computes
+ * the velocities first; the rhs calls kn_cq at the velocities it has. */
+static void fun_chart(emitter *e)
+{
+    ch_buf *b = &e->kern;
+    size_t n = e->n, k = e->k, mi = e->mi;
+    if (!has_chart(e)) {
+        ch_buf_printf(&e->fun, "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
+                               "    (void)t; (void)x; (void)p;\n    return 1.0;\n}\n\n", e->P);
+        return;
+    }
+    const ch_expr **o = earr(e, k * n);
+    if (!o) return;
+    for (size_t j = 0; j < k * n; j++) o[j] = e->d->lag.G[j];
+    kernel(e, "gq", k * n, o);
+    int kq = e->form == CH_FORM_HAMILTON && e->d->ham.K && mi > 0;
+    if (kq) {
+        const ch_expr **ko = earr(e, mi * mi);
+        if (!ko) return;
+        for (size_t j = 0; j < mi * mi; j++) ko[j] = e->d->ham.K[j];
+        kernel(e, "kq", mi * mi, ko);
+    }
+    if (e->failed) return;
+    /* the rhs's test where kn_acc has none (hamilton, or a program
+     * without G_d): G_d's pivots against their rows, as kn_acc's */
+    const ch_expr **chart = earr(e, 2 * k);
+    ch_cse_prog ck;
+    int need = !(e->form == CH_FORM_REDUCED && e->acc_chart);
+    e->ck = need && chart && chart_exprs(e, chart) == 0
+            && kernel_build(e, 2 * k, chart, &ck, 0) == 0;
+    if (e->ck) {
+        ch_buf_put(b, "/* 2 where a pivot of the triangular G_d is numerically 0 against its\n"
+                      " * row of G (the chart is singular), 1 where a constant one is 0. */\n"
+                      "static int kn_ck(double t, const double *x, const double *p, const double *v)\n{\n"
+                      "    (void)t; (void)x; (void)p; (void)v;\n");
+        ch_buf_putn(b, ck.body.s, ck.body.len);
+        pivot_check_at(e, chart, ck.ref, 0, b);
+        ch_buf_put(b, "    return 0;\n}\n\n");
+        opcount_add(&e->before, &ck.before);
+        opcount_add(&e->after, &ck.after);
+        ch_cse_prog_free(&ck);
+    }
+    if (e->failed) return;
+    ch_buf_printf(b, "/* The chart's conditioning in [0, 1] at the velocities v (0: singular):\n"
+                     " * the smallest pivot of an LU with partial pivoting of G_d, every row of\n"
+                     " * G scaled to unit length%s. */\n"
+                     "static double kn_cq(double t, const double *x, const double *p, const double *v)\n{\n"
+                     "    static const int dep[%zu] = {",
+                  kq ? "; for hamilton at most the smallest diagonal entry\n"
+                       " * of the Cholesky factor of K scaled to unit diagonal" : "", k);
+    for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
+    ch_buf_printf(b, "};\n"
+                     "    double g[%zu], a[%zu], s, f, m, q = 1.0;\n"
+                     "    int r, c, j, pr;\n"
+                     "    kn_gq(t, x, p, v, g);\n"
+                     "    for (r = 0; r < %zu; r++) {\n"
+                     "        for (s = 0.0, j = 0; j < %zu; j++) s += g[r * %zu + j] * g[r * %zu + j];\n"
+                     "        if (!(s > 0.0 && s <= 1e300)) return 0.0;\n"
+                     "        s = 1.0 / sqrt(s);\n"
+                     "        for (c = 0; c < %zu; c++) a[r * %zu + c] = g[r * %zu + dep[c]] * s;\n"
+                     "    }\n"
+                     "    for (c = 0; c < %zu; c++) {\n"
+                     "        for (pr = c, m = fabs(a[c * %zu + c]), r = c + 1; r < %zu; r++)\n"
+                     "            if (fabs(a[r * %zu + c]) > m) m = fabs(a[r * %zu + c]), pr = r;\n"
+                     "        if (!(m > 0.0)) return 0.0;\n"
+                     "        if (m < q) q = m;\n"
+                     "        if (pr != c)\n"
+                     "            for (j = c; j < %zu; j++)\n"
+                     "                f = a[c * %zu + j], a[c * %zu + j] = a[pr * %zu + j], a[pr * %zu + j] = f;\n"
+                     "        for (r = c + 1; r < %zu; r++) {\n"
+                     "            if (a[r * %zu + c] == 0.0) continue;\n"
+                     "            f = a[r * %zu + c] / a[c * %zu + c];\n"
+                     "            for (j = c + 1; j < %zu; j++) a[r * %zu + j] -= f * a[c * %zu + j];\n"
+                     "        }\n"
+                     "    }\n",
+                  k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k);
+    if (kq)
+        ch_buf_printf(b, "    {\n"
+                         "        double K[%zu], d[%zu];\n"
+                         "        kn_kq(t, x, p, v, K);\n"
+                         "        for (r = 0; r < %zu; r++) {\n"
+                         "            s = K[r * %zu + r];\n"
+                         "            if (!(s > 0.0 && s <= 1e300)) return 0.0;\n"
+                         "            d[r] = 1.0 / sqrt(s);\n"
+                         "        }\n"
+                         "        for (r = 0; r < %zu; r++)\n"
+                         "            for (c = 0; c <= r; c++) K[r * %zu + c] *= d[r] * d[c];\n"
+                         "        for (c = 0; c < %zu; c++) {\n"
+                         "            for (s = K[c * %zu + c], j = 0; j < c; j++) s -= K[c * %zu + j] * K[c * %zu + j];\n"
+                         "            if (!(s > 0.0)) return 0.0;\n"
+                         "            s = sqrt(s);\n"
+                         "            if (s < q) q = s;\n"
+                         "            K[c * %zu + c] = s;\n"
+                         "            for (r = c + 1; r < %zu; r++) {\n"
+                         "                for (f = K[r * %zu + c], j = 0; j < c; j++) f -= K[r * %zu + j] * K[c * %zu + j];\n"
+                         "                K[r * %zu + c] = f / s;\n"
+                         "            }\n"
+                         "        }\n"
+                         "    }\n",
+                      mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi);
+    ch_buf_put(b, "    return q == q ? q : 0.0;\n}\n\n");
+    ch_buf_printf(&e->fun,
+                  "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
+                  "    double v[%zu];\n"
+                  "    int i;\n"
+                  "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n"
+                  "    if (kn_vel(t, x, p, v)) return 0.0;\n"
+                  "    return kn_cq(t, x, p, v);\n}\n\n",
+                  e->P, n, n);
+}
+
+
 static void fun_rhs(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n, mi = e->mi;
-    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
-                     "    double v[%zu];\n    int i;\n", e->P, n);
+    if (has_chart(e)) {
+        ch_buf_printf(b, "static int kn_rhs(double t, const double *x, const double *p, double *dxdt,\n"
+                         "                  double *v)\n{\n    int i;\n");
+    } else {
+        ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                         "    double v[%zu];\n    int i;\n", e->P, n);
+    }
     if (e->form == CH_FORM_FULL) {
         put_dyn_decls(e, b);
         ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
@@ -834,11 +985,12 @@ static void fun_rhs(emitter *e)
         /* kn_acc writes v_dep (alpha) along with the accelerations */
         for (size_t r = 0; r < mi; r++)
             ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
-        ch_buf_printf(b, "    if (kn_acc(t, x, p, v, dxdt + %zu)) return 1;\n"
+        ch_buf_printf(b, "    if ((i = kn_acc(t, x, p, v, dxdt + %zu)) != 0) return i;\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    return 0;\n}\n\n", n, n);
     } else if (e->form == CH_FORM_REDUCED) {
-        ch_buf_printf(b, "    if (kn_vel(t, x, p, v) || kn_acc(t, x, p, v, dxdt + %zu)) return 1;\n"
+        ch_buf_printf(b, "    if (kn_vel(t, x, p, v)) return 1;\n"
+                         "    if ((i = kn_acc(t, x, p, v, dxdt + %zu)) != 0) return i;\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    return 0;\n}\n\n", n, n);
     } else if (e->ham_numeric) {
@@ -864,6 +1016,41 @@ static void fun_rhs(emitter *e)
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    kn_ham(t, x, p, v, dxdt + %zu);\n    return 0;\n}\n\n", n, n);
     }
+}
+
+/* PREFIX_rhs of a chart: the form's right side (kn_rhs) and then the
+ * chart's check: 2 where kn_cq < CH_CHART_SINGULAR at the velocities the
+ * right side used (or, where it failed, the independent ones), so that a
+ * numerically singular chart is never integrated through. */
+static void fun_rhs_chart(emitter *e)
+{
+    if (!has_chart(e)) return;
+    ch_buf *b = &e->fun;
+    size_t n = e->n;
+    if (e->form == CH_FORM_REDUCED && e->acc_chart) {
+        /* kn_acc tests G_d's pivots against their rows (2 where singular) */
+        ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                         "    double v[%zu];\n"
+                         "    return kn_rhs(t, x, p, dxdt, v);\n}\n\n", e->P, n);
+        return;
+    }
+    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+                     "    double v[%zu];\n    int i, rc;\n"
+                     "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
+                  e->P, n, n);
+    for (size_t r = 0; r < e->mi && e->form == CH_FORM_REDUCED; r++)
+        ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
+    if (e->ck) { /* G_d's pivots against their rows (kn_ck) */
+        ch_buf_put(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
+                      "    /* the chart is numerically singular here: not a value to trust */\n"
+                      "    if (kn_ck(t, x, p, v) == 2) return 2;\n"
+                      "    return rc;\n}\n\n");
+        return;
+    }
+    ch_buf_printf(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
+                     "    /* the chart is numerically singular here: not a value to trust */\n"
+                     "    if (!(kn_cq(t, x, p, v) >= %g)) return 2;\n"
+                     "    return rc;\n}\n\n", CH_CHART_SINGULAR);
 }
 
 static double opcount_total(const ch_opcount *c)
@@ -982,7 +1169,8 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
     ch_buf_printf(&e->kern, "): 0, or 1 when %s is singular. */\n"
                      "static int kn_acc(double t, const double *x, const double *p, %sdouble *v,\n"
                      "                  double *vt)\n{\n",
-                  kind == ACC_SUB ? "G_d or M*" : "M*", e->fused ? "" : "const ");
+                  kind == ACC_SUB ? "M* (2 when G_d's pivot is numerically 0 against its row)"
+                                  : "M*", e->fused ? "" : "const ");
     if (kind != ACC_DIAG) /* (the diagonal test needs no la_solve) */
         ch_buf_printf(&e->kern, "    double ws[%zu];\n    int piv[%zu];\n", mi * mi + 1, mi + 1);
     ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
@@ -994,19 +1182,85 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
 /* "if (pivot == 0.0 || ...) return 1;" for the k pivots of G_d among a
  * substituted program's outputs (from index m*m + m), each text once;
  * pivots that are nonzero numbers are not tested. */
+/* The chart test's 2k values for kn_acc where G_d is triangular up to
+ * permutations (ch_redsolve_pivots): its k pivots in that order (the
+ * entries of G the substitution divides by), then |G_row|^2 of each
+ * pivot's row, 0 for a pivot constant along the motion (the n-trailer's
+ * -d: only its zero is tested). 0, or 1 when G_d is not triangular, -1
+ * out of memory (e->failed). */
+static int chart_exprs(emitter *e, const ch_expr **o);
+
+/* The n outputs outs followed by the nextra values chart (context
+ * memory), or NULL. */
+static const ch_expr **with_chart(emitter *e, const ch_expr *const *outs, size_t n,
+                                  const ch_expr *const *chart, size_t nextra)
+{
+    const ch_expr **o = earr(e, n + nextra);
+    if (!o) return NULL;
+    for (size_t i = 0; i < n; i++) o[i] = outs[i];
+    for (size_t i = 0; i < nextra; i++) o[n + i] = chart[i];
+    return o;
+}
+
+static int chart_exprs(emitter *e, const ch_expr **o)
+{
+    size_t n = e->n, k = e->k;
+    ch_redsolve in = {n, k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
+    const ch_expr **sq = earr(e, n);
+    int rc = !prow || !pcol || !sq ? -1 : !e->dyn_nz || !ch_redsolve_pivots(&in, prow, pcol);
+    for (size_t j = 0; rc == 0 && j < k; j++) {
+        const ch_expr *const *row = e->d->lag.G + (size_t)prow[j] * n;
+        const ch_expr *piv = row[e->d->mf.dep[pcol[j]]];
+        size_t nt = 0;
+        o[j] = piv;
+        o[k + j] = ch_zero(e->ctx);
+        if (e->dyn_nz[n * n + (size_t)prow[j] * n + (size_t)e->d->mf.dep[pcol[j]]] == 2) continue;
+        for (size_t i = 0; i < n; i++)
+            if (!ch_is_zero(row[i])) sq[nt++] = ch_mul(e->ctx, row[i], row[i]);
+        o[k + j] = ch_add_n(e->ctx, nt, sq);
+        /* (sin^2 + cos^2 is 1: the knife edge's row) */
+        const ch_expr *simple = o[k + j] ? ch_simplify(e->ctx, o[k + j]) : NULL;
+        if (simple) o[k + j] = simple;
+        else ch_ctx_clear_error(e->ctx); /* a limit: the sum as it is */
+    }
+    free(prow);
+    free(pcol);
+    if (rc < 0) e->failed = 1;
+    return rc;
+}
+
+static void pivot_check_at(emitter *e, const ch_expr *const *outs, char *const *ref, size_t at,
+                           ch_buf *code)
+{
+    size_t nt = 0;
+    /* each pivot that varies along the motion against its row's |G_row|^2
+     * (subst_prog's next k outputs): 2 where the chart is numerically
+     * singular (emit_red.h); the constant ones (row norm 0 there) only
+     * for a zero */
+    for (int pass = 0; pass < 2; pass++, nt = 0) {
+        for (size_t j = 0; j < e->k; j++) {
+            int konst = ch_is_zero(outs[at + e->k + j]), seen = 0;
+            if (konst != pass || (konst && ch_is_num(outs[at + j]) && !ch_is_zero(outs[at + j])))
+                continue;
+            for (size_t l = 0; l < j && konst && !seen; l++) /* the same text once */
+                seen = ch_is_zero(outs[at + e->k + l]) && !strcmp(ref[at + l], ref[at + j]);
+            if (seen) continue;
+            ch_buf_put(code, nt ? (nt % 2 ? " || " : " ||\n        ") : "    if (");
+            if (konst) ch_buf_printf(code, "%s == 0.0", ref[at + j]);
+            else
+                ch_buf_printf(code, "!(%s * %s > " CH_CHART_SINGULAR2 " * %s)", ref[at + j],
+                              ref[at + j], ref[at + e->k + j]);
+            nt++;
+        }
+        if (nt) ch_buf_printf(code, ")\n        return %d;\n", pass ? 1 : 2);
+    }
+}
+
+/* pivot_check_at on kn_acc's outputs: the chart's values after M* and f. */
 static void pivot_check(emitter *e, const ch_expr *const *outs, char *const *ref, ch_buf *code)
 {
-    size_t at = e->mi * e->mi + e->mi, nt = 0;
-    for (size_t j = 0; j < e->k; j++) {
-        if (ch_is_num(outs[at + j]) && !ch_is_zero(outs[at + j])) continue;
-        int seen = 0;
-        for (size_t l = 0; l < j && !seen; l++) seen = strcmp(ref[at + l], ref[at + j]) == 0;
-        if (seen) continue;
-        ch_buf_printf(code, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "    if (",
-                      ref[at + j]);
-        nt++;
-    }
-    if (nt) ch_buf_put(code, ")\n        return 1;\n");
+    pivot_check_at(e, outs, ref, e->mi * e->mi + e->mi, code);
 }
 
 /* Rough time of straight-line code in additions: a call of sin, cos, exp
@@ -1451,12 +1705,12 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
  * and denominators). Only the plain program (*pruned set) when it has
  * over SYM_FACTOR_GAIN times the operations of the best other candidate
  * (other, 0 when none). Returns 0, or nonzero with the emitter failed. */
-static int sym_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *fused,
-                    double other, int *pruned)
+static int sym_prog(emitter *e, const ch_expr ***outs, size_t nextra, ch_cse_prog *prog,
+                    int *fused, double other, int *pruned)
 {
     const ch_reduced *red = &e->d->red;
     const ch_manifold *mf = &e->d->mf;
-    size_t no = e->mi * e->mi + e->mi, k = e->k;
+    size_t no = e->mi * e->mi + e->mi + nextra, k = e->k;
     *fused = 0;
     if (kernel_build(e, no, *outs, prog, 1)) return -1; /* the hamilton form's too */
     *pruned = other > 0.0 && opcount_total(&prog->after) > SYM_FACTOR_GAIN * other;
@@ -1647,11 +1901,16 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
                       int *kane_used)
 {
     const ch_reduced *red = &e->d->red;
-    size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + k;
+    /* A, f, the k pivots of G_d, then |G_row|^2 of each pivot's row (the
+     * chart's test, pivot_check) */
+    size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + 2 * k;
     ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
     const ch_expr **o = earr(e, no + k), **all = earr(e, nd + k), **vdep = vdep_syms(e);
     const ch_expr **bd = earr(e, k * m + 1), **u = earr(e, m);
     if (!o || !all || !vdep || !bd || !u) return -1;
+    const ch_expr **chart = earr(e, 2 * k + 1);
+    if (!chart) return -1;
+    if (chart_exprs(e, chart)) return 1; /* G_d is not triangular */
     for (size_t c = 0; c < m; c++) u[c] = e->m->qt[e->d->mf.indep[c]];
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
                      && !red->nguard;
@@ -1703,6 +1962,8 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
         int rc = !val ? 1
                  : use_kane ? ch_reduced_kane(e->ctx, &in, val, kn, o, lin ? bd : NULL)
                             : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
+        /* the pivots' row norms (the chart's test, pivot_check) */
+        for (size_t j = 0; rc == 0 && j < k; j++) o[m * m + m + k + j] = chart[k + j];
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
         if (rc == 1 && !built) return 1; /* G_d is not triangular */
@@ -1803,16 +2064,27 @@ static void fun_acc(emitter *e)
     double skip_at = SYM_SKIP_GAIN * other;
     int skip_sym = other > 0.0 && skip_at < 1e15 &&
                    ch_dag_size_many(e->mi * e->mi + e->mi, outs, (size_t)skip_at) > skip_at;
-    if (!e->failed && !skip_sym && sym_prog(e, &outs, &prog, &sym_fused, other, &pruned) == 0) {
+    /* the chart's test (pivot_check) in the symbolic and diagonal
+     * programs too, where G_d is triangular: its values after M* and f */
+    size_t nsol = e->mi * e->mi + e->mi, nextra = 0;
+    const ch_expr **chart = e->k > 0 ? earr(e, 2 * e->k) : NULL;
+    if (chart && !e->failed && chart_exprs(e, chart) == 0) nextra = 2 * e->k;
+    const ch_expr **wc = nextra ? with_chart(e, outs, nsol, chart, nextra) : NULL;
+    if (wc) outs = wc;
+    else nextra = 0;
+    if (!e->failed && !skip_sym && sym_prog(e, &outs, nextra, &prog, &sym_fused, other, &pruned) == 0) {
         have_sym = 1;
         sym = prog.after;
+        if (nextra) pivot_check(e, outs, prog.ref, &solve);
         symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
         opcount_add(&sym, &solve_ops);
     }
     if (!e->failed && !skip_sym && (douts = diagonal_outputs(e, routs))
-        && sym_prog(e, &douts, &dprog, &diag_fused, other, &diag_pruned) == 0) {
+        && (!nextra || (douts = with_chart(e, douts, nsol, chart, nextra)))
+        && sym_prog(e, &douts, nextra, &dprog, &diag_fused, other, &diag_pruned) == 0) {
         have_diag = 1;
         diag = dprog.after;
+        if (nextra) pivot_check(e, douts, dprog.ref, &dsolve);
         diagonal_solve(e, dprog.ref, &dsolve);
     }
     /* ties go to the symbolic, then the numeric candidate */
@@ -1830,21 +2102,25 @@ static void fun_acc(emitter *e)
         /* nothing is written */
     } else if (use == NUM) {
         e->fused = fused;
+        e->acc_chart = tri;
         ch_buf_putn(&e->kern, code.s, code.len);
         opcount_add(&e->before, &vals.before);
         opcount_add(&e->after, &num);
     } else if (use == SUB) {
         e->fused = sub_fused;
+        e->acc_chart = 1;
         acc_program(e, &sprog, &ssolve, ACC_SUB);
         opcount_add(&e->before, &sprog.before);
         opcount_add(&e->after, &sub);
     } else if (use == DIAG) {
         e->fused = diag_fused;
+        e->acc_chart = nextra > 0;
         acc_program(e, &dprog, &dsolve, ACC_DIAG);
         opcount_add(&e->before, &dprog.before);
         opcount_add(&e->after, &diag);
     } else {
         e->fused = sym_fused;
+        e->acc_chart = nextra > 0;
         acc_program(e, &prog, &solve, ACC_SYM);
         opcount_add(&e->before, &prog.before);
         opcount_add(&e->after, &sym);
@@ -2032,8 +2308,13 @@ static void fun_outputs(emitter *e)
         put_dyn_decls(e, b);
     }
     ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
-    if (e->form == CH_FORM_HAMILTON)
+    if (e->form == CH_FORM_HAMILTON && e->cols) {
+        kernel(e, "ycol", mi, e->cols->ystar);
+        ch_buf_printf(b, "    kn_ycol(t, x, p, v, out);\n");
+        col += mi;
+    } else if (e->form == CH_FORM_HAMILTON) {
         for (size_t r = 0; r < mi; r++) ch_buf_printf(b, "    out[%zu] = x[%zu];\n", col++, n + r);
+    }
     if (e->form == CH_FORM_FULL && k > 0) {
         ch_buf_printf(b, "    kn_con(t, x, p, v, o);\n"
                          "    for (i = 0; i < %zu; i++) out[%zu + i] = o[i];\n", k, col);
@@ -2176,8 +2457,10 @@ static void put_decls(emitter *e, ch_buf *b)
         "double %s_energy(double t, const double *x, const double *p);\n"
         "int    %s_velocities(double t, const double *x, const double *p, double *qt);\n"
         "int    %s_outputs(double t, const double *x, const double *p, double *out);\n"
-        "int    %s_project(double t, double *x, const double *p);\n",
-        P, P, P, P, P, P, P);
+        "int    %s_project(double t, double *x, const double *p);\n"
+        "double %s_chart_quality(double t, const double *x, const double *p);\n",
+        P, P, P, P, P, P, P, P);
+    ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
 }
 
 static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
@@ -2239,7 +2522,9 @@ static void put_tables(emitter *e, ch_buf *b)
     /* Output columns. */
     c = 0;
     if (e->form == CH_FORM_HAMILTON)
-        for (size_t r = 0; r < mi; r++) pre[c] = "y_", names[c++] = sym_name(e->m->q[mf->indep[r]]);
+        for (size_t r = 0; r < mi; r++)
+            pre[c] = "y_",
+            names[c++] = sym_name(e->m->q[e->cols ? e->cols->indep[r] : mf->indep[r]]);
     char (*num)[24] = calloc(2 * k + e->h + 1, sizeof *num);
     if (!num) e->failed = 1;
     if (k > 0 && num) {
@@ -2342,8 +2627,16 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
+    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, header, source, err);
+}
+
+int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                    const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
+                    ch_buf *header, ch_buf *source, ch_error *err)
+{
     emitter e;
     memset(&e, 0, sizeof e);
+    e.cols = form == CH_FORM_HAMILTON ? cols : NULL;
     e.ctx = ctx, e.d = d, e.m = d->model, e.form = form, e.err = err;
     e.n = d->lag.n, e.k = d->lag.k, e.mi = e.n - e.k;
     char defprefix[160];
@@ -2401,7 +2694,9 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         fun_qproj(&e);
     }
     fun_state_from(&e);
+    fun_chart(&e);
     fun_rhs(&e);
+    fun_rhs_chart(&e);
     fun_energy_vel(&e);
     fun_outputs(&e);
     fun_project(&e);

@@ -30,7 +30,13 @@
  *          coordinates and velocities (full: dependent velocities replaced
  *          by alpha; reduced: the independent ones; hamilton: y* = dL* / dq'_r)
  *   int    PREFIX_rhs(t, x, p, dxdt)       0, or 1 where singular (or the
- *          implicit-alpha Newton fails)
+ *          implicit-alpha Newton fails), 2 where the chart of a reduced or
+ *          hamilton form is numerically singular (G_d's pivot at most
+ *          CH_CHART_SINGULAR of its row of G, emit_red.h)
+ *   double PREFIX_chart_quality(t, x, p)   the chart's conditioning in
+ *          [0, 1] (README "Charts"; 1 for the full form), and
+ *          #define PREFIX_CHART 1 for a reduced or hamilton form with
+ *          constraints (0 otherwise)
  *   double PREFIX_energy(t, x, p)          E at the full velocities
  *          (HUGE_VAL when the velocities cannot be reconstructed)
  *   int    PREFIX_velocities(t, x, p, qt[n])  all n velocities
@@ -102,5 +108,21 @@ void ch_emit_cache_free(ch_emit_cache *c);
 int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err);
+
+/* The momentum columns y_NAME of another chart of the same model (the
+ * first chart of a run that re-charts, chart.h): its m independent
+ * coordinates and y* = dL* / dq'_r there, expressions in t, q and all
+ * velocities, which the outputs evaluate at the velocities of the state
+ * instead of copying the state's own momenta. */
+typedef struct {
+    const int *indep;            /* m coordinate indices */
+    const ch_expr *const *ystar; /* m */
+} ch_chart_cols;
+
+/* ch_emit_c_cached with the hamilton form's y_NAME output columns from
+ * cols (NULL: the form's own); other forms ignore cols. */
+int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+                    const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
+                    ch_buf *header, ch_buf *source, ch_error *err);
 
 #endif

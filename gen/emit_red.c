@@ -20,6 +20,7 @@ typedef struct {
     const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
     int use_gd;               /* the body needs the LU arrays */
     int row_test;             /* 1 where a row of G_d is small against G's row */
+    int chart_test;           /* 2 where a pivot is numerically 0 against its row */
     unsigned char *is_dep;    /* n: the coordinate's velocity is dependent */
 } gen;
 
@@ -147,6 +148,31 @@ static void row_test(gen *g, size_t a, int piv)
     ch_buf_put(g->b, "        if (!(gd > " ROW_TEST " * gm)) return 1;\n    }\n");
 }
 
+/* With g->chart_test, the pivot of row a (text piv) against the row's
+ * length: "return 2" where piv^2 <= CH_CHART_SINGULAR^2 |G_a|^2, the
+ * chart of the reduced form being numerically singular there. */
+static void chart_test(gen *g, size_t a, const char *piv)
+{
+    if (!g->chart_test) return;
+    ch_buf_put(g->b, "    if (!(");
+    ch_buf_printf(g->b, "%s * %s > " CH_CHART_SINGULAR2 " * (", piv, piv);
+    size_t nt = 0;
+    for (size_t j = 0; j < g->n; j++) {
+        if (!nz(g, oG(g, a, j))) continue;
+        const char *e = val(g, oG(g, a, j));
+        ch_buf_printf(g->b, "%s%s * %s", nt++ ? " + " : "", e, e);
+    }
+    ch_buf_put(g->b, ")))\n        return 2;\n");
+    g->ops->mul += (double)nt + 2;
+    g->ops->add += nt ? (double)nt - 1 : 0;
+}
+
+int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol)
+{
+    gen g = gen_of(in);
+    return tri_order(&g, prow, pcol);
+}
+
 /* X = G_d^-1 [G_i | r] by substitution in the triangular order. The
  * pivots are values of the dynamics, so all of them are tested and
  * inverted first: the divisions are independent of each other and of the
@@ -170,15 +196,22 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
             if (strcmp(pj, val(g, oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]]))) == 0)
                 first[j] = l;
     }
-    /* (the row tests include the zero test) */
-    if (!g->row_test) ch_buf_put(g->b, "    if (");
-    for (size_t j = 0, nt = 0; j < g->k && !g->row_test; j++)
-        if (first[j] == j) {
+    /* (the row and chart tests include the zero test) */
+    /* (constant pivots, nz 2, only for a zero) */
+    for (size_t j = 0; j < g->k && g->chart_test; j++) {
+        size_t off = oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]);
+        if (in->nz[off] != 2) chart_test(g, (size_t)prow[j], val(g, off));
+    }
+    int zero_test = !g->row_test, nt = 0;
+    for (size_t j = 0; j < g->k && zero_test; j++)
+        if (first[j] == j
+            && (!g->chart_test || in->nz[oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])] == 2)) {
+            if (!nt) ch_buf_put(g->b, "    if (");
             ch_buf_printf(g->b, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "",
                           val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
             nt++;
         }
-    if (!g->row_test) ch_buf_put(g->b, ")\n        return 1;\n");
+    if (nt) ch_buf_put(g->b, ")\n        return 1;\n");
     for (size_t j = 0; j < g->k; j++)
         row_test(g, (size_t)prow[j], in->dep[pcol[j]]);
     for (size_t j = 0; j < g->k; j++)
@@ -367,7 +400,8 @@ static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *
                        int *triangular, int row_tests)
 {
     *g = gen_of(in);
-    g->row_test = row_tests;
+    g->row_test = row_tests == 1;
+    g->chart_test = row_tests == 2;
     g->ops = ops;
     g->b = body;
     g->xnz = calloc(g->k * g->w + 1, 1);
@@ -419,13 +453,14 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
     gen g;
     ch_buf body;
     ch_buf_init(&body);
-    int rc = system_body(&g, in, &body, ops, triangular, 0);
+    int rc = system_body(&g, in, &body, ops, triangular, 2);
     if (rc == 0) {
         ch_emit_small_solve(&body, g.m, g.anz, ops);
         /* v is not const: the values' program may also write the
          * dependent velocities */
-        ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, or\n"
-                         " * 1 where G_d or B^T M B is singular. */\n"
+        ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, 1\n"
+                         " * where G_d or B^T M B is singular, 2 where a pivot of a triangular\n"
+                         " * G_d is numerically 0 against its row of G (the chart is). */\n"
                          "static int kn_acc(double t, const double *x, const double *p, "
                          "double *v,\n                  double *vt)\n{\n");
         put_kernel(code, &g, 1, "    (void)t; (void)x; (void)p; (void)v;\n", &body);

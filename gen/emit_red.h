@@ -30,7 +30,8 @@ typedef struct {
     const int *dep;            /* k dependent coordinates (indices into n) */
     const int *indep;          /* m independent coordinates */
     /* Nonzero pattern of the values, n*n + k*n + n + k flags in the order
-     * M, G, b, r. */
+     * M, G, b, r; 2 for an entry of G that is constant along the motion
+     * (free of t, q and q': a pivot that needs no chart test). */
     const unsigned char *nz;
     /* The C text of each value (an atomic expression: a temporary of
      * body, a symbol, a number), in the same order. */
@@ -40,7 +41,16 @@ typedef struct {
     const char *body;
 } ch_redsolve;
 
-/* Appends `static int kn_acc(t, x, p, v, vt)` (0, or 1 where singular) to
+/* Below this chart quality (emit_c.c's kn_cq, README "Charts") the
+ * emitted rhs of a reduced or hamilton form returns 2: the chart is
+ * numerically singular there. Where kn_acc solves a triangular G_d it
+ * tests each pivot against its row of G instead: 2 where
+ * pivot^2 <= CH_CHART_SINGULAR^2 |G_row|^2 (for k = 1 the same number). */
+#define CH_CHART_SINGULAR 1e-9
+#define CH_CHART_SINGULAR2 "1e-18"
+
+/* Appends `static int kn_acc(t, x, p, v, vt)` (0, 1 where singular, 2
+ * where a triangular G_d's pivot is, as above) to
  * code and adds the operations it performs besides in->body to ops.
  * *triangular says which solve was used for G_d. kn_acc declares ws and
  * piv (la_solve's work space) and Gd, Xa for the LU path; the names
@@ -49,6 +59,12 @@ typedef struct {
  * memory. */
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
+
+/* The pivots ch_reduced_exprs, ch_reduced_kane and the triangular solve
+ * take, in their order: the j-th in row prow[j] of G and dependent
+ * column pcol[j] (k entries each); 0 when G_d is not triangular up to
+ * permutations. */
+int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol);
 
 /* The same solve for all n accelerations (the full form's right side,
  * every form's multipliers): appends `static int kn_facc(o, acc)`,

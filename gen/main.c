@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "driver.h"
@@ -85,7 +86,8 @@ static const char *const usage_run =
     "                         [--rtol R] [--atol A] [--dt H] [--dt-max H]\n"
     "                         [--dt-out H] [--t1 T] [--every K] [--max-steps N]\n"
     "                         [--stats] [--set p=v]... [--init q=v]... [--project]\n"
-    "                         [--compiler tcc|cc] [-o FILE.csv] [--plot FILE.svg\n"
+    "                         [--chart-min Q] [--no-rechart] [--compiler tcc|cc]\n"
+    "                         [-o FILE.csv] [--plot FILE.svg\n"
     "                         [--plot-vars a,b,...] [--xy x,y]]\n"
     "\n"
     "Emits the form's C code, compiles it in process and integrates from\n"
@@ -123,6 +125,11 @@ static const char *const usage_run =
     "  --project      project the state onto the constraints after each step:\n"
     "                 coordinates onto the holonomic ones (every form), then\n"
     "                 velocities (full form)\n"
+    "  --chart-min Q  the reduced and hamilton forms are charts: where their\n"
+    "                 quality (in [0, 1], see README) falls below Q (default\n"
+    "                 0.01, at most 0.25) the run switches to better dependent\n"
+    "                 velocities (a note on stderr) or stops with exit 3\n"
+    "  --no-rechart   stop with exit 3 instead of switching charts\n"
     "  --compiler C   tcc (default, in memory) or cc (system compiler, dlopen)\n"
     "  -o FILE        write the CSV to FILE instead of stdout\n"
     "  --plot FILE    also write an SVG plot of the run (the CSV is written as\n"
@@ -474,9 +481,10 @@ static int write_bytes(const char *path, const char *text, size_t len)
     return bad ? EXIT_MODEL : 0;
 }
 
-/* chrt_main with every row also kept in a table, then plotted (also the
- * rows before a numerical failure). */
-static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl)
+/* chrt_main_sink with every row also kept in a table, then plotted (also
+ * the rows before a numerical failure); rechart: the re-chart hooks. */
+static int run_and_plot(const chrt_system *s, const chrt_main_hooks *rechart, int argc,
+                        char **argv, run_plot *pl)
 {
     const char *v[CH_PLOT_MAX_SERIES + 1];
     size_t nv = 0;
@@ -489,7 +497,7 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     if (!rc) {
         chrt_sink sink;
         ch_driver_table_sink(&tb, &sink);
-        chrt_main_hooks hooks = {&sink, NULL, NULL};
+        chrt_main_hooks hooks = {&sink, rechart->rechart, rechart->rechart_ctx};
         rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
         if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
             ch_buf svg;
@@ -505,20 +513,34 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     return rc;
 }
 
-/* Compiles the form and runs the simulation with the runtime's options. */
+/* Compiles the form and runs the simulation with the runtime's options;
+ * a reduced or hamilton form with constraints re-charts (chart.h) unless
+ * rechart is 0, with chart_min as --chart-min gave it. The loop's notes
+ * of the switches go to stderr (chrt_main_sink). */
 static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
-                        ch_compiler cc, int argc, char **argv, run_plot *pl)
+                        ch_compiler cc, int rechart, double chart_min, int argc,
+                        char **argv, run_plot *pl)
 {
     ch_error err;
     ch_error_clear(&err);
     ch_compiled *c = NULL;
+    ch_charts *charts = NULL;
     char title[200];
     snprintf(title, sizeof title, "%s (%s form)", d->model->name, ch_form_name(form));
     pl->title = title;
-    int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err)
-                 ? report_in(&err, d->model->file)
-                 : pl->file ? run_and_plot(&c->sys, argc, argv, pl)
-                            : chrt_main(&c->sys, argc, argv);
+    int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err);
+    if (rc) {
+        rc = report_in(&err, d->model->file);
+    } else if (rechart && c->sys.chart_quality
+               && !(charts = ch_charts_new(ctx, d, form, cc, &c->sys, chart_min))) {
+        fputs("chetaev: out of memory\n", stderr);
+        rc = EXIT_MODEL;
+    }
+    chrt_main_hooks hooks = {NULL, charts ? ch_charts_rechart : NULL, charts};
+    if (!rc)
+        rc = pl->file ? run_and_plot(&c->sys, &hooks, argc, argv, pl)
+                      : chrt_main_sink(&c->sys, argc, argv, &hooks, NULL);
+    ch_charts_free(charts);
     ch_compiled_free(c);
     return rc;
 }
@@ -529,7 +551,7 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
     run_plot plot = {NULL, NULL, NULL, NULL};
     /* argv[0] of the runtime, then the options it parses itself. */
     char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
-    int nrest = 0, rc = 0;
+    int nrest = 0, rc = 0, rechart = 1;
     if (!rest) {
         fputs("chetaev: out of memory\n", stderr);
         return EXIT_MODEL;
@@ -553,6 +575,8 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
             else if (a[2] == 'x') plot.xy = (char *)v;
             else if (!strncmp(a, "--plot-vars", 11)) plot.vars = (char *)v;
             else plot.file = v;
+        } else if (!strcmp(a, "--no-rechart")) {
+            rechart = 0;
         } else if (a[0] == '-' && a[1]) {
             rest[nrest++] = argv[i];
             if (chrt_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
@@ -595,7 +619,9 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
     ch_model *m = NULL;
     ch_derivation *d = NULL;
     rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc) rc = run_compiled(ctx, d, (ch_form)f, cc, nrest, rest, &plot);
+    if (!rc)
+        rc = run_compiled(ctx, d, (ch_form)f, cc, rechart, args.opt.chart_min, nrest, rest,
+                          &plot);
     ch_ctx_free(ctx);
     free(rest);
     return rc;

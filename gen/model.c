@@ -1211,24 +1211,36 @@ static int read_limited(FILE *f, char **text, size_t *len)
     }
 }
 
-int ch_model_load(ch_ctx *ctx, const char *path, ch_model **out,
-                  ch_error *err)
+int ch_model_read(const char *path, char **text, size_t *len, ch_error *err)
 {
-    *out = NULL;
+    *text = NULL;
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot open: %s",
                             strerror(errno));
-    char *text = NULL;
-    size_t len = 0;
-    int rc = read_limited(f, &text, &len);
+    int rc = read_limited(f, text, len);
     fclose(f);
+    if (rc == CH_ERR_MEMORY)
+        ch_error_set(err, rc, path, 0, 0, "out of memory");
+    else if (rc)
+        ch_error_set(err, rc, path, 0, 0, "cannot read: %s", strerror(errno));
+    if (rc) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
+int ch_model_load(ch_ctx *ctx, const char *path, ch_model **out,
+                  ch_error *err)
+{
+    *out = NULL;
+    char *text;
+    size_t len;
+    int rc = ch_model_read(path, &text, &len, err);
     if (rc == 0)
         rc = ch_model_parse(ctx, path, text, len, out, err);
-    else if (rc == CH_ERR_MEMORY)
-        ch_error_set(err, rc, path, 0, 0, "out of memory");
-    else
-        ch_error_set(err, rc, path, 0, 0, "cannot read: %s", strerror(errno));
     free(text);
     return rc;
 }

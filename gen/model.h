@@ -87,6 +87,10 @@ typedef struct ch_model {
 int ch_model_parse(ch_ctx *ctx, const char *file, const char *text,
                    size_t len, ch_model **out, ch_error *err);
 
+/* The file's bytes (at most CH_MAX_FILE_BYTES) into *text (malloc'ed,
+ * not NUL-terminated; the caller frees it), or CH_ERR_IO / CH_ERR_MEMORY. */
+int ch_model_read(const char *path, char **text, size_t *len, ch_error *err);
+
 /* Reads the file (CH_ERR_IO when it cannot) and parses it. */
 int ch_model_load(ch_ctx *ctx, const char *path, ch_model **out,
                   ch_error *err);

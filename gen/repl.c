@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "chart.h"
 #include "compile.h"
 #include "derive.h"
 #include "driver.h"
@@ -287,8 +288,9 @@ static void run_note(void *ctx, double t, const char *text)
 /* Integrates with the runtime's loop from t = 0 to T, the rows into the
  * table: every K-th step of a fixed method (at most MAX_ROWS rows), a
  * grid of T/ROWS by dense output of an adaptive one; always the row at T.
- * Returns the accepted steps; *failed when the run failed (message
- * printed). */
+ * A reduced or hamilton form re-charts (chart.h; the charts are this
+ * run's), its notes printed. Returns the accepted steps; *failed when the
+ * run failed (message printed). */
 static long integrate(repl *r, const chrt_system *s, double T, double *x,
                       const double *p, int *failed)
 {
@@ -299,6 +301,15 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     o.t1 = T;
     o.rtol = r->rtol;
     o.atol = r->atol;
+    ch_charts *charts = s->chart_quality
+                            ? ch_charts_new(r->ctx, r->d, r->form, r->cc, s, o.chart_min)
+                            : NULL;
+    if (s->chart_quality && !charts) {
+        complain(r, "out of memory");
+        *failed = 1;
+        return 0;
+    }
+    if (charts) o.rechart = ch_charts_rechart, o.rechart_ctx = charts;
     if (chrt_method_adaptive(o.method)) {
         o.dt_out = T / ROWS;
     } else {
@@ -315,6 +326,7 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     *failed = rc != 0;
     if (rc) complain(r, "%s", msg);
     r->last = st;
+    ch_charts_free(charts);
     return st.accepted;
 }
 
@@ -693,7 +705,9 @@ static const char help_text[] =
     "                       the first step (default auto)\n"
     "  run T                integrate from the initial state to t = T; prints\n"
     "                       the final state, steps, energy drift, constraint\n"
-    "                       residuals (rows: 2000 by dense output, adaptive)\n"
+    "                       residuals (rows: 2000 by dense output, adaptive),\n"
+    "                       and a note where a reduced or hamilton form\n"
+    "                       switches its dependent velocities (README, Charts)\n"
     "  show [KEY ...]       derived quantities (SPEC section 3 keys, as derive\n"
     "                       prints them); 'show' alone lists the keys\n"
     "  check                audit conserved quantities (as chetaev check)\n"

@@ -63,23 +63,27 @@ int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
     int n = s->nx;
     double *k1 = s->work, *k2 = k1 + n, *k3 = k2 + n, *k4 = k3 + n;
     double *y = k4 + n, *xn = y + n;
-    if (f(t, x, p, k1)) return 1;
+    int rc;
+/* a right side's 2 (its chart is numerically singular) is the step's 3 */
+#define RHS(tt, xx, kk) \
+    if ((rc = f(tt, xx, p, kk)) != 0) return rc == 2 ? 3 : 1
+    RHS(t, x, k1);
     switch (m) {
     case CHRT_EULER:
         axpy(n, xn, x, h, k1);
         break;
     case CHRT_MIDPOINT:
         axpy(n, y, x, h / 2, k1);
-        if (f(t + h / 2, y, p, k2)) return 1;
+        RHS(t + h / 2, y, k2);
         axpy(n, xn, x, h, k2);
         break;
     case CHRT_RK4:
         axpy(n, y, x, h / 2, k1);
-        if (f(t + h / 2, y, p, k2)) return 1;
+        RHS(t + h / 2, y, k2);
         axpy(n, y, x, h / 2, k2);
-        if (f(t + h / 2, y, p, k3)) return 1;
+        RHS(t + h / 2, y, k3);
         axpy(n, y, x, h, k3);
-        if (f(t + h, y, p, k4)) return 1;
+        RHS(t + h, y, k4);
         for (int i = 0; i < n; i++)
             xn[i] = x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
         break;
@@ -89,6 +93,7 @@ int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
     if (!finite_all(n, xn)) return 2;
     memcpy(x, xn, (size_t)n * sizeof *x);
     return 0;
+#undef RHS
 }
 
 /* ---- coefficients ---------------------------------------------------------- */

@@ -47,7 +47,8 @@ typedef struct {
 } chrt_stepper;
 
 /* One step of size h from (t, x) in place. Returns 0, 1 when the
- * right-hand side failed, 2 when the new state is not finite. */
+ * right-hand side failed, 2 when the new state is not finite, 3 when the
+ * right-hand side returned 2 (its chart is numerically singular). */
 int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
               double h, double *x, const double *p);
 

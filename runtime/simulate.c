@@ -130,6 +130,10 @@ int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
 
 static const char *const rhs_failure =
     "the right-hand side failed: singular system or Newton not converged";
+/* A right-hand side's 2 (emit_c.h): the chart of the state it was called
+ * at is numerically singular. */
+static const char *const chart_failure =
+    "the right-hand side failed: the chart is numerically singular";
 static const char *const row_failure[] = {
     "", "the velocities or outputs are singular", "the velocities are not finite"};
 
@@ -259,6 +263,35 @@ static int project(loop *L, double t, double *x)
     return CHRT_OK;
 }
 
+/* The note where there is no re-charting: the dependent velocities are
+ * the coordinates whose velocity (reduced) or momentum (hamilton) is not
+ * a state variable. */
+static void no_rechart_note(const chrt_system *s, char *note, size_t size)
+{
+    char dep[160];
+    size_t len = 0;
+    int i, j;
+    dep[0] = 0;
+    for (i = 0; i < s->nq && len + 1 < sizeof dep; i++) {
+        const char *q = s->state_names[i];
+        size_t ql = strlen(q);
+        int indep = 0, w;
+        for (j = s->nq; j < s->nx && !indep; j++) {
+            const char *v = s->state_names[j];
+            if (v[0] == 'y' && v[1] == '_' && strcmp(v + 2, q) == 0) indep = 1;
+            if (strncmp(v, q, ql) == 0 && v[ql] == '\'' && v[ql + 1] == 0) indep = 1;
+        }
+        if (indep) continue;
+        w = snprintf(dep + len, sizeof dep - len, "%s%s'", len ? " " : "", q);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    snprintf(note, size, "the block G_d of the dependent velocities%s%s of the "
+             "constraint Jacobian (or the Legendre map) is near-singular, and %s "
+             "cannot change its chart here (no re-charting: --no-rechart, a "
+             "driver program, or check --loop)", dep[0] ? " " : "", dep, s->name);
+}
+
 /* The chart hook at the current state: CHRT_OK (*moved set when the
  * state was re-charted), or CHRT_EXIT_NUMERIC. */
 static int chart_check(loop *L, int *moved)
@@ -270,6 +303,7 @@ static int chart_check(loop *L, int *moved)
     double q = s->chart_quality(L->t, L->x, L->p);
     if (q >= L->o->chart_min) return CHRT_OK;
     note[0] = 0;
+    if (!L->o->rechart) no_rechart_note(s, note, sizeof note);
     if (L->o->rechart
         && L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, &L->s, note,
                          sizeof note) == 0) {
@@ -303,7 +337,7 @@ static int settle(loop *L)
 static const char *attempt_failure(int rc)
 {
     if (rc == 3) return "the new state is not finite";
-    if (rc == 2) return "the right-hand side is singular in this chart";
+    if (rc == 2) return chart_failure;
     return rhs_failure;
 }
 
@@ -390,7 +424,9 @@ static int advance_fixed(loop *L)
     if (rc)
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): %s", L->t,
-                    L->k + 1, rc == 1 ? rhs_failure : "the new state is not finite");
+                    L->k + 1, rc == 1   ? rhs_failure
+                              : rc == 3 ? chart_failure
+                                        : "the new state is not finite");
     L->k++;
     L->last = L->k == L->nsteps;
     return CHRT_OK;
@@ -551,7 +587,7 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
 static const char *const valued[] = {"--method", "--dt", "--t1", "--every",
                                      "--set", "--init", "-o", "--rtol",
                                      "--atol", "--dt-max", "--dt-out",
-                                     "--max-steps"};
+                                     "--max-steps", "--chart-min"};
 
 int chrt_option_takes_value(const char *arg)
 {
@@ -918,11 +954,18 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
         return positive(valued[k], v, &a->opt.dt_max, errbuf, errlen);
     case 10:
         return positive(valued[k], v, &a->opt.dt_out, errbuf, errlen);
-    default:
+    case 11:
         if (positive(valued[k], v, &d, errbuf, errlen) || d < 1 || d != floor(d))
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                         "--max-steps: '%s' is not a positive integer", v);
         a->opt.max_steps = d;
+        return CHRT_OK;
+    default:
+        /* below 0.25: a new chart must reach 4 chart_min (gen/chart.h) */
+        if (parse_double(v, &a->opt.chart_min) || !(a->opt.chart_min >= 0
+                                                    && a->opt.chart_min < 0.25))
+            return fail(errbuf, errlen, CHRT_EXIT_USAGE,
+                        "--chart-min: '%s' is not a number in [0, 0.25)", v);
         return CHRT_OK;
     }
 }
@@ -952,7 +995,8 @@ static void print_help(const chrt_system *s, const char *prog)
     int i;
     printf("usage: %s [--method M] [--rtol R] [--atol A] [--dt H] [--dt-max H]\n"
            "          [--dt-out H] [--t1 T] [--every K] [--max-steps N] [--stats]\n"
-           "          [--set PARAM=V]... [--init NAME=V]... [--project] [-o FILE.csv]\n"
+           "          [--set PARAM=V]... [--init NAME=V]... [--project]\n"
+           "          [--chart-min Q] [-o FILE.csv]\n"
            "\n"
            "Integrates %s from t = 0 to T and writes CSV: t, the coordinates,\n"
            "their velocities (NAME'), E, then the optional columns. The first row\n"
@@ -978,8 +1022,11 @@ static void print_help(const chrt_system *s, const char *prog)
            "                 are recomputed from the constraints) or a state variable\n"
            "  --project      after each step, coordinates onto the holonomic\n"
            "                 constraints, velocities onto the others (full form)\n"
+           "  --chart-min Q  a reduced or hamilton form stops with exit 3 where its\n"
+           "                 chart's quality falls below Q (default %g, in [0, 0.25)):\n"
+           "                 this program cannot re-chart (README, Charts)\n"
            "\nstates:", prog, s->name, CHRT_RTOL, CHRT_ATOL, CHRT_FIXED_DT,
-           CHRT_MAX_STEPS);
+           CHRT_MAX_STEPS, CHRT_CHART_MIN);
     for (i = 0; i < s->nx; i++) printf(" %s", s->state_names[i]);
     printf("\nparameters:");
     for (i = 0; i < s->np; i++)

@@ -146,7 +146,8 @@ typedef struct {
 
 /* Parses argv[0..argc) (no program name): --method M, --dt H, --t1 T,
  * --every K, --rtol R, --atol A, --dt-max H, --dt-out H, --max-steps N,
- * --set p=v, --init q=v, -o FILE, --project, --stats, -h/--help (also as
+ * --chart-min Q (chrt_options.chart_min, 0 <= Q < 0.25), --set p=v,
+ * --init q=v, -o FILE, --project, --stats, -h/--help (also as
  * --opt=value). With s NULL only the syntax is checked. Otherwise p is
  * the defaults with the --set values, and x0 the initial state:
  * s->initial(), or, when s->state_from exists and a --set or an --init of

@@ -64,12 +64,16 @@ static void test_errors(void)
     CHECK(ch_system_integrate(s, 1, NULL, NAN, &err) == CH_E_USAGE);
     CHECK(ch_system_integrate(s, 0.5, NULL, 1e-3, &err) == 0);
     CHECK(ch_system_integrate(s, 0.25, NULL, 1e-3, &err) == CH_E_USAGE); /* backwards */
-    /* phi = pi/2 makes y' = tan(phi) x' singular: a numerical failure
-     * that keeps the last good state and time. */
+    /* phi = pi/2 makes y' = tan(phi) x' singular: the chart check before
+     * the first step fails (the velocities of such a state cannot be
+     * recovered, so no other chart can take it) and keeps the state and
+     * time. */
     double x[5] = {0, 0, 1.5707963267948966, 1, 0};
     CHECK(ch_system_set_state_vector(s, 2, x, &err) == 0);
+    CHECK(ch_system_chart_quality(s) < 1e-9);
     CHECK(ch_system_integrate(s, 3, NULL, 1e-3, &err) == CH_E_NUMERIC);
-    CHECK(strstr(err.msg, "t = 2 (step 1)") != NULL);
+    CHECK(strstr(err.msg, "numerical failure at t = 2: the chart is singular") != NULL);
+    CHECK(strstr(err.msg, "G_d of the dependent velocities y'") != NULL);
     CHECK(ch_system_time(s) == 2);
     CHECK(ch_system_state(s)[3] == 1);
     /* M* = diag(m/cos(phi)^2, J) is singular at m = 0 and at J = 0 (the
@@ -300,8 +304,82 @@ static void test_warnings(void)
     CHECK_MSG(strstr(err.msg, "cannot be moved onto it") != NULL, "%s", err.msg);
 }
 
+/* The knife edge with c = 0 and phi' = 1 turns at a constant rate: the
+ * chart of `dependent y'` is singular at phi = pi/2 + j pi. The reduced
+ * and hamilton systems switch charts there (six times up to t = 10, the
+ * state's names following; counted in ch_system_stats) and end where the
+ * full form, which has no chart, does: with rk4 at dt 1e-4 and with the
+ * adaptive default at rtol 1e-10, atol 1e-12. ch_system_reset returns to
+ * the first chart; with re-charting off they stop at the first switch. */
+static void test_recharting(void)
+{
+    ch_err err;
+    ch_stats st;
+    double qt[2][3][3], x[2][3][6];
+    const char *forms[3] = {"full", "reduced", "hamilton"};
+    const char *methods[2] = {"rk4", NULL};
+    const double dts[2] = {1e-4, 0};
+    for (int f = 0; f < 3; f++) {
+        ch_system *s = compile_knife(forms[f]);
+        if (!s) return;
+        CHECK(ch_system_set_param(s, "c", 0, &err) == 0);
+        CHECK(ch_system_set_state(s, "phi'", 1, &err) == 0);
+        double x0[6];
+        memcpy(x0, ch_system_state(s), (size_t)ch_system_nx(s) * sizeof x0[0]);
+        for (int m = 0; m < 2; m++) {
+            CHECK(ch_system_set_state_vector(s, 0, x0, &err) == 0);
+            CHECK_STR(ch_system_chart(s), f ? "y'" : "");
+            CHECK(ch_system_chart_quality(s) == 1.0); /* phi = 0: |cos(phi)| */
+            CHECK_MSG(ch_system_integrate(s, 10, methods[m], dts[m], &err) == 0, "%s",
+                      err.msg);
+            ch_system_stats(s, &st);
+            CHECK_MSG(st.recharts == (f ? 6 : 0), "%s %s: %ld", forms[f],
+                      m ? "dop853" : "rk4", st.recharts);
+            CHECK_MSG(f ? strstr(st.note, ": dependent velocities y' (were x')") != NULL
+                        : st.note[0] == 0, "%s", st.note);
+            CHECK_STR(ch_system_chart(s), f ? "y'" : ""); /* after an even number */
+            CHECK(ch_system_velocities(s, qt[m][f], &err) == 0);
+            memcpy(x[m][f], ch_system_state(s), (size_t)ch_system_nx(s) * sizeof x[m][f][0]);
+        }
+        if (f) {
+            /* one switch (phi = pi/2 at t = pi/2), then back to the first
+             * chart and the model's initial state by reset */
+            CHECK(ch_system_set_state_vector(s, 0, x0, &err) == 0);
+            CHECK(ch_system_integrate(s, 2, NULL, 0, &err) == 0);
+            ch_system_stats(s, &st);
+            CHECK(st.recharts == 1);
+            CHECK_STR(ch_system_chart(s), "x'");
+            CHECK(ch_system_set_param(s, "c", 0.1, &err) == 0); /* the default */
+            CHECK(ch_system_reset(s, &err) == 0);
+            CHECK_STR(ch_system_chart(s), "y'");
+            double q[3];
+            CHECK(ch_system_velocities(s, q, &err) == 0);
+            CHECK(ch_system_time(s) == 0 && ch_system_state(s)[2] == 0);
+            CHECK_NEAR(q[0], 1, 1e-15);   /* initial x'=1 phi'=0.3 */
+            CHECK_NEAR(q[2], 0.3, 1e-15);
+            /* off: the first switch at phi = pi/2 - asin(0.01) is a failure */
+            CHECK(ch_system_set_param(s, "c", 0, &err) == 0);
+            CHECK(ch_system_set_rechart(s, 0, 0.01, &err) == 0);
+            CHECK(ch_system_set_rechart(s, 0, -1, &err) == CH_E_USAGE);
+            CHECK(ch_system_set_state_vector(s, 0, x0, &err) == 0);
+            CHECK(ch_system_integrate(s, 10, "rk4", 1e-3, &err) == CH_E_NUMERIC);
+            CHECK_NEAR(ch_system_time(s), 1.561, 1e-9);
+            CHECK(strstr(err.msg, "the chart is singular") != NULL);
+            CHECK_MSG(strstr(err.msg, "cannot change its chart") != NULL, "%s", err.msg);
+        }
+        ch_system_free(s);
+    }
+    for (int m = 0; m < 2; m++)
+        for (int f = 1; f < 3; f++)
+            for (int i = 0; i < 3; i++) {
+                CHECK_NEAR(x[m][f][i], x[m][0][i], 1e-8);
+                CHECK_NEAR(qt[m][f][i], qt[m][0][i], 1e-8);
+            }
+}
+
 int main(void)
 {
+    RUN(test_recharting);
     RUN(test_errors);
     RUN(test_queries);
     RUN(test_stepping);

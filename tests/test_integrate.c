@@ -388,7 +388,8 @@ static void test_failures(void)
         CHECK(rc == CHRT_EXIT_NUMERIC);
         CHECK_MSG(strstr(msg, "step size too small at t = 0.49999") != NULL, "%s", msg);
         CHECK_MSG(strstr(msg, code == 1 ? "the right-hand side failed"
-                                        : "singular in this chart") != NULL, "%s", msg);
+                                        : "the chart is numerically singular") != NULL,
+                  "%s", msg);
         /* Every row before the failure kept, the last at the time of the
          * failure, the state there exact (y = t). */
         CHECK(r.n >= 2 && r.t[r.n - 1] == t && t <= 0.5 && t > 0.5 - 1e-12);
@@ -552,7 +553,10 @@ static void test_chart_hook(void)
             char want[300];
             snprintf(want, sizeof want, "numerical failure at t = %.17g: the chart is "
                      "singular (quality 0.001 < 0.01): %s", t,
-                     k ? "no chart of the fake system is better at t = " : "no other chart");
+                     k ? "no chart of the fake system is better at t = "
+                       : "the block G_d of the dependent velocities of the constraint "
+                         "Jacobian (or the Legendre map) is near-singular, and fake "
+                         "cannot change its chart here");
             CHECK_MSG(strncmp(msg, want, strlen(want)) == 0, "%s", msg);
             CHECK(t > 1 && t < 1.5 && st.recharts == 0);
             /* The rows up to the step before the one that left the chart
@@ -576,7 +580,10 @@ static void test_chart_hook(void)
     CHECK(chrt_integrate(&sp, &o, 2, x, NULL, &sink, NULL, &t, msg, sizeof msg)
           == CHRT_EXIT_NUMERIC);
     CHECK_STR(msg, "numerical failure at t = 2: the chart is singular (quality 0.001 "
-                   "< 0.01): no other chart to switch to");
+                   "< 0.01): the block G_d of the dependent velocities of the constraint "
+                   "Jacobian (or the Legendre map) is near-singular, and fake cannot "
+                   "change its chart here (no re-charting: --no-rechart, a driver "
+                   "program, or check --loop)");
     CHECK(r.n == 0);
 }
 

@@ -237,7 +237,7 @@ static void test_jit_unit(void)
 {
     char *u = osc_unit();
     CHECK(strstr(u, "#include \"osc.h\"") == NULL);
-    CHECK(strstr(u, "const int osc_chrt_dims[4] = {osc_NX, osc_NQ, osc_NP, osc_NOUT};"));
+    CHECK(strstr(u, "const int osc_chrt_dims[5] = {osc_NX, osc_NQ, osc_NP, osc_NOUT, osc_CHART};"));
     CHECK(strstr(u, "#define osc_NX 2") < strstr(u, "osc_state_names[osc_NX] = "));
     free(u);
     CHECK(ch_driver_prefix_ok("model_full"));
