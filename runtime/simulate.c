@@ -170,6 +170,10 @@ struct loop {
     chrt_stepper fixed;
     chrt_rk rk;
     long k, nsteps;       /* fixed: steps done, steps in all */
+    /* The chart's quality at the last accepted state (cq_t < 0: none yet
+     * in this chart) and the rate at which it fell over the step before
+     * (0: not falling), for the adaptive step cap (chart_cap). */
+    double cq, cq_t, cq_rate;
     char *errbuf;
     size_t errlen;
 };
@@ -301,7 +305,13 @@ static int chart_check(loop *L, int *moved)
     *moved = 0;
     if (!s->chart_quality) return CHRT_OK;
     double q = s->chart_quality(L->t, L->x, L->p);
-    if (q >= L->o->chart_min) return CHRT_OK;
+    if (q >= L->o->chart_min) {
+        double rate = L->cq_t >= 0 && L->t > L->cq_t ? (L->cq - q) / (L->t - L->cq_t) : 0;
+        L->cq_rate = rate > 0 ? rate : 0;
+        L->cq = q, L->cq_t = L->t;
+        return CHRT_OK;
+    }
+    L->cq_t = -1, L->cq_rate = 0; /* a new chart, or the end */
     note[0] = 0;
     if (!L->o->rechart) no_rechart_note(s, note, sizeof note);
     if (L->o->rechart
@@ -311,7 +321,10 @@ static int chart_check(loop *L, int *moved)
         *moved = 1;
         if (L->sink && L->sink->note) L->sink->note(L->sink->ctx, L->t, note);
         double q2 = L->s->chart_quality ? L->s->chart_quality(L->t, L->x, L->p) : 1;
-        if (state_finite(L->x, L->s->nx) && q2 >= L->o->chart_min) return CHRT_OK;
+        if (state_finite(L->x, L->s->nx) && q2 >= L->o->chart_min) {
+            L->cq = q2, L->cq_t = L->t;
+            return CHRT_OK;
+        }
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g: the chart is singular "
                     "(quality %.3g < %g) also after re-charting: %s", L->t, q2,
@@ -332,6 +345,21 @@ static int settle(loop *L)
     if ((rc = chart_check(L, &moved))) return rc;
     if (!L->st.accepted) return CHRT_OK; /* the stepper's start follows */
     return moved || (L->o->project && L->s->project) ? L->ops->restart(L) : CHRT_OK;
+}
+
+/* The adaptive step from a state whose chart degrades: the quality is
+ * only checked at accepted states, so a step must not jump over the
+ * window below chart_min to the far side of a singular point (an
+ * accepted step through it can be wrong beyond the tolerance with a small
+ * error estimate). At the rate the quality fell over the last step, the
+ * step may take it at most halfway down to chart_min/2; near the window
+ * the steps shrink geometrically and one ends inside it. */
+static void chart_cap(loop *L)
+{
+    double c = L->o->chart_min;
+    if (!(L->cq_rate > 0 && c > 0)) return;
+    double cap = 0.5 * (L->cq - 0.5 * c) / L->cq_rate;
+    if (cap > 0 && L->h > cap) L->h = cap;
 }
 
 static const char *attempt_failure(int rc)
@@ -372,6 +400,7 @@ static int advance_rk(loop *L)
                     "steps (--max-steps) before t1 = %g: a stiff model or "
                     "too tight a tolerance", t, step_no(L) + 1, o->max_steps, t1);
     if (o->dt_max > 0 && L->h > o->dt_max) L->h = o->dt_max;
+    chart_cap(L);
     if (L->h < min_step) L->h = min_step;
     for (;;) {
         if (L->h < min_step)
@@ -503,6 +532,7 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
     L.s = *s, L.o = o, L.p = p, L.sink = sink;
     L.ops = chrt_method_adaptive(o->method) ? &rk_ops : &fixed_ops;
     L.t0 = L.t = t0;
+    L.cq_t = -1;
     L.errbuf = errbuf, L.errlen = errlen;
     if (loop_alloc(&L)) {
         loop_free(&L);
