@@ -14,7 +14,7 @@
 # switch times are those of the grid); (e) repeats the comparisons with
 # the adaptive default (dop853) at --rtol 1e-10 --atol 1e-12 (issue 39's
 # acceptance: the three forms agree to 1e-8 at t1, conserved energies kept
-# to 1e-9).
+# to 1e-9); (f) the repl's session re-charts the same way.
 # Usage: charts.sh CHETAEV SRCDIR
 set -u
 bin=$1
@@ -335,6 +335,28 @@ assert len(lines) > 5 and worst <= 1e-8, worst
 print("%s: |x - x_exact| = %.2e up to t = %g" % (name, worst, t))
 PY
 done
+
+# ---- (f) the repl re-charts the same way (notes on stderr) ------------------
+printf "set c=0 phi'=1\nrun 10\nform hamilton\nrun 10\n" |
+    "$bin" repl "$knife" >"$tmp/repl.out" 2>"$tmp/repl.err"
+echo $? >"$tmp/repl.rc"
+$py - "$tmp" <<'PY' && ok || bad "repl: re-charting, the final states of both forms"
+import re, sys
+tmp = sys.argv[1]
+out, err = open(tmp + "/repl.out").read(), open(tmp + "/repl.err").read()
+assert open(tmp + "/repl.rc").read().strip() == "0", err
+notes = re.findall(r"^note: t = [0-9.]+: dependent velocities", err, re.M)
+assert len(notes) == 12, err
+assert out.count(", 6 recharts") == 2, out
+lines = open(tmp + "/knife_a_full.csv").read().split("\n")[:-1]
+ref = dict(zip(lines[0].split(","), map(float, lines[-1].split(","))))
+finals = re.findall(r"^final: (.*)$", out, re.M)
+assert len(finals) == 2, out
+for f in finals:
+    got = dict((k, float(v)) for k, v in (w.split("=") for w in f.split()))
+    worst = max(abs(got[k] - ref[k]) for k in ("x", "y", "phi", "x'", "y'", "phi'"))
+    assert worst <= 1e-8, (f, ref, worst)
+PY
 
 echo "charts: $pass passed, $fail failed"
 [ "$fail" = 0 ]
