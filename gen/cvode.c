@@ -171,3 +171,75 @@ int ch_cvode_restart(ch_cvode *c, ch_cvode_rhs f, double t, const double *x,
         return fail(c, err, CH_ERR_NUMERIC, t, "restart failed");
     return start(c, t, err);
 }
+
+/* ---- the runtime loop's stepper ----------------------------------------- */
+
+static int ext_err(const ch_error *e, char *err, size_t len)
+{
+    snprintf(err, len, "%s", e->msg);
+    return 1;
+}
+
+static int ext_start(void *ctx, const chrt_system *s, const chrt_options *o,
+                     double t0, const double *x, const double *p, char *err,
+                     size_t len)
+{
+    ch_cvode_ext *e = ctx;
+    ch_error er;
+    ch_cvode_opts co = {o->rtol, o->atol, o->dt, o->dt_max, o->t1};
+    ch_error_clear(&er);
+    ch_cvode_free(e->c);
+    e->c = ch_cvode_new(s->nx, s->rhs, p, t0, x, &co, &er);
+    e->t = t0;
+    return e->c ? 0 : ext_err(&er, err, len);
+}
+
+static int ext_advance(void *ctx, double *tn, double *xn, char *err, size_t len)
+{
+    ch_cvode_ext *e = ctx;
+    ch_error er;
+    ch_error_clear(&er);
+    if (ch_cvode_step(e->c, &e->t, xn, &er)) return ext_err(&er, err, len);
+    *tn = e->t;
+    return 0;
+}
+
+static int ext_dense(void *ctx, double t, double *x, char *err, size_t len)
+{
+    ch_cvode_ext *e = ctx;
+    ch_error er;
+    ch_error_clear(&er);
+    return ch_cvode_dense(e->c, t, x, &er) ? ext_err(&er, err, len) : 0;
+}
+
+static int ext_restart(void *ctx, const chrt_system *s, double t, const double *x,
+                       char *err, size_t len)
+{
+    ch_cvode_ext *e = ctx;
+    ch_error er;
+    ch_error_clear(&er);
+    e->t = t;
+    return ch_cvode_restart(e->c, s->rhs, t, x, &er) ? ext_err(&er, err, len) : 0;
+}
+
+static void ext_counts(void *ctx, long *rejected, long *rhs_calls)
+{
+    ch_cvode_ext *e = ctx;
+    long steps = 0;
+    *rejected = *rhs_calls = 0;
+    if (e->c) ch_cvode_stats(e->c, &steps, rejected, rhs_calls);
+}
+
+void ch_cvode_ext_init(ch_cvode_ext *e)
+{
+    e->c = NULL;
+    e->t = 0;
+    e->ops = (chrt_ext_stepper){e, ext_start, ext_advance, ext_dense, ext_restart,
+                                ext_counts};
+}
+
+void ch_cvode_ext_free(ch_cvode_ext *e)
+{
+    ch_cvode_free(e->c);
+    e->c = NULL;
+}

@@ -18,6 +18,7 @@
 #define CH_CVODE_H
 
 #include "error.h"
+#include "../runtime/simulate.h"
 
 typedef struct ch_cvode ch_cvode;
 
@@ -58,5 +59,19 @@ int ch_cvode_restart(ch_cvode *c, ch_cvode_rhs f, double t, const double *x,
  * the finite-difference Jacobian included). */
 void ch_cvode_stats(const ch_cvode *c, long *steps, long *rejected,
                     long *rhs_calls);
+
+/* The stepper as a chrt_ext_stepper of the runtime's loop (--method
+ * cvode): init fills e->ops, whose functions create the CVODE stepper at
+ * the loop's start (rtol, atol, dt as first step, dt_max, t1 of its
+ * options) and restart it after projections and re-charts; free releases
+ * it. One ch_cvode_ext serves one run at a time. */
+typedef struct {
+    chrt_ext_stepper ops;
+    ch_cvode *c;
+    double t;
+} ch_cvode_ext;
+
+void ch_cvode_ext_init(ch_cvode_ext *e);
+void ch_cvode_ext_free(ch_cvode_ext *e);
 
 #endif

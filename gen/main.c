@@ -15,6 +15,7 @@
 #endif
 
 #include "compile.h"
+#include "cvode.h"
 #include "derive.h"
 #include "driver.h"
 #include "emit_c.h"
@@ -476,7 +477,8 @@ static int write_bytes(const char *path, const char *text, size_t len)
 
 /* chrt_main with every row also kept in a table, then plotted (also the
  * rows before a numerical failure). */
-static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl)
+static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *pl,
+                        const chrt_ext_stepper *ext)
 {
     const char *v[CH_PLOT_MAX_SERIES + 1];
     size_t nv = 0;
@@ -489,7 +491,7 @@ static int run_and_plot(const chrt_system *s, int argc, char **argv, run_plot *p
     if (!rc) {
         chrt_sink sink;
         ch_driver_table_sink(&tb, &sink);
-        chrt_main_hooks hooks = {&sink, NULL, NULL};
+        chrt_main_hooks hooks = {&sink, NULL, NULL, ext};
         rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
         if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
             ch_buf svg;
@@ -515,10 +517,15 @@ static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     char title[200];
     snprintf(title, sizeof title, "%s (%s form)", d->model->name, ch_form_name(form));
     pl->title = title;
+    /* --method cvode: SUNDIALS behind the runtime's loop */
+    ch_cvode_ext cv;
+    ch_cvode_ext_init(&cv);
+    chrt_main_hooks hooks = {NULL, NULL, NULL, &cv.ops};
     int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err)
                  ? report_in(&err, d->model->file)
-                 : pl->file ? run_and_plot(&c->sys, argc, argv, pl)
-                            : chrt_main(&c->sys, argc, argv);
+                 : pl->file ? run_and_plot(&c->sys, argc, argv, pl, &cv.ops)
+                            : chrt_main_sink(&c->sys, argc, argv, &hooks, NULL);
+    ch_cvode_ext_free(&cv);
     ch_compiled_free(c);
     return rc;
 }
