@@ -10,7 +10,7 @@ Independent answers:
   the lean there on cos(th) = 1/4, the energy at the event that of t = 0
   (rolling does no work);
 - the emitted --driver program writes run's bytes, events included;
-- the stiff skate (examples/stiff_skate.nh): cvode ends where dop853 ends,
+- the stiff skate (tests/models/stiff_skate.nh): cvode ends where dop853 ends,
   with less than a hundredth of its right-hand side calls (counts, not
   time: deterministic).
 
@@ -123,7 +123,7 @@ def check_disk(s, exe, src, tmp):
 
 
 def check_stiff(s, exe, src):
-    model = os.path.join(src, "examples", "stiff_skate.nh")
+    model = os.path.join(src, "tests", "models", "stiff_skate.nh")
     res = {}
     for m in ("cvode", "dop853"):
         rc, out, err = call([exe, "run", model, "--method", m, "--t1", "10", "--stats"])
