@@ -10,6 +10,10 @@ same tolerances. Reported: right-hand side calls of both and their
 ratio, and the largest difference of the final coordinates and
 velocities, scaled by max(1, |value|).
 
+Then the stiff skate (tests/models/stiff_skate.nh) with cvode, dop853
+and rk45: right-hand side calls (cvode's include its finite-difference
+Jacobians) and x(10) of each.
+
 Then `chetaev run` of the knife edge to t1 = 10, model file to CSV, whole
 process: the default method against `--method rk4 --dt 1e-3` (median wall
 time of repeated runs), each against a reference (rk4 at dt = 2.5e-4,
@@ -174,6 +178,25 @@ def timing(chetaev, tmp, repeat):
               "| | | | %.2g |" % (label, ref_form, check))
 
 
+def stiff(chetaev):
+    """The stiff skate (tests/models/stiff_skate.nh, fast mode -2e4/s) to
+    t1 = 10 at the default tolerances: rhs calls of cvode against the
+    explicit pairs, and the end states against each other."""
+    model = os.path.join(SRC, "tests", "models", "stiff_skate.nh")
+    print("\n| stiff skate, t1 = 10 | rhs calls | steps (acc/rej) | x(10) |")
+    print("|---|---|---|---|")
+    res = {}
+    for m in ("cvode", "dop853", "rk45"):
+        r = subprocess.run([chetaev, "run", model, "--method", m, "--t1", "10", "--stats"],
+                           capture_output=True, text=True, check=True)
+        g = re.search(r"(\d+) steps accepted, (\d+) rejected, (\d+) rhs calls", r.stderr)
+        x = float(r.stdout.strip().split("\n")[-1].split(",")[1])
+        res[m] = int(g.group(3))
+        print("| %s | %s | %s/%s | %.14g |" % (m, g.group(3), g.group(1), g.group(2), x))
+    print("\nexplicit / cvode rhs calls: dop853 %.0fx, rk45 %.0fx"
+          % (res["dop853"] / res["cvode"], res["rk45"] / res["cvode"]))
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -181,6 +204,7 @@ def main():
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 21
     with tempfile.TemporaryDirectory() as tmp:
         compare(chetaev, tmp)
+        stiff(chetaev)
         timing(chetaev, tmp, repeat)
 
 

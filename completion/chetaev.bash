@@ -94,7 +94,7 @@ _chetaev()
             fi
             return 0 ;;
         --method)
-            COMPREPLY=($(compgen -W "dop853 rk45 euler midpoint rk4" -- "$cur"))
+            COMPREPLY=($(compgen -W "dop853 rk45 cvode euler midpoint rk4" -- "$cur"))
             return 0 ;;
         --compiler)
             COMPREPLY=($(compgen -W "tcc cc" -- "$cur"))

@@ -14,6 +14,7 @@
 
 #include "chart.h"
 #include "compile.h"
+#include "cvode.h"
 #include "derive.h"
 #include "emit_c.h"
 #include "model.h"
@@ -58,6 +59,7 @@ struct ch_system {
     double *scratch;    /* nx: a state under construction */
     double rtol, atol, dt_max, max_steps; /* of ch_system_integrate */
     ch_stats stats;     /* of the last ch_system_integrate */
+    ch_cvode_ext cv;    /* the stepper of method "cvode" */
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -181,6 +183,7 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
         return NULL;
     }
     ch_system *s = calloc(1, sizeof *s);
+    if (s) ch_cvode_ext_init(&s->cv);
     if (!s) {
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
@@ -227,6 +230,7 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
 void ch_system_free(ch_system *s)
 {
     if (!s) return;
+    ch_cvode_ext_free(&s->cv);
     ch_charts_free(s->charts);
     if (s->rctx) ch_ctx_free(s->rctx);
     free(s->file);
@@ -468,7 +472,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     memset(&s->stats, 0, sizeof s->stats);
     if (m < 0)
         return fail(err, CH_E_USAGE,
-                    "unknown method '%s' (dop853, rk45, euler, midpoint, rk4)", method);
+                    "unknown method '%s' (dop853, rk45, cvode, euler, midpoint, rk4)", method);
     if (!(isfinite(dt) && (dt > 0 || (dt == 0 && chrt_method_adaptive((chrt_method)m)))))
         return fail(err, CH_E_USAGE, "%s",
                     "dt must be a positive finite number (0: automatic first step "
@@ -484,6 +488,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     o.max_steps = s->max_steps;
     o.chart_min = s->chart_min;
     if (s->rechart) o.rechart = api_rechart, o.rechart_ctx = s;
+    o.ext = &s->cv.ops;
     /* Rows are not kept: a sink only for the notes of re-charts. */
     chrt_sink notes = {NULL, api_note, &s->stats};
     chrt_stats st;
@@ -496,6 +501,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     s->stats.rejected = st.rejected;
     s->stats.rhs_calls = st.rhs_calls;
     s->stats.recharts = st.recharts;
+    s->stats.events = st.events;
     if (rc == CHRT_EXIT_USAGE) return fail(err, CH_E_USAGE, "%s", msg);
     if (rc == CHRT_EXIT_NUMERIC) return fail(err, CH_E_NUMERIC, "%s", msg);
     if (rc) return fail(err, CH_E_MEMORY, "%s", msg);

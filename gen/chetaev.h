@@ -190,12 +190,16 @@ int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err);
  * every right-hand side evaluation (1 at the start and 1 for the automatic
  * first step of an adaptive method, then its stages, 12 per dop853 and 6
  * per rk45 attempt, accepted or rejected; 1, 2, 4 per euler, midpoint,
- * rk4 step). recharts counts the changes of chart of a reduced or
- * hamilton form in that call (README "Charts"); note is the last one's
- * note ("t = 1.5608: dependent velocities x' (were y')"; "" when none). */
+ * rk4 step; cvode's own count, its finite-difference Jacobians included).
+ * recharts counts the changes of chart of a reduced or hamilton form in
+ * that call (README "Charts"); events the zero crossings of the model's
+ * events (a `stop` event ends the call there: the time is then before
+ * t1); note is the last note of either ("t = 1.5608: dependent velocities
+ * x' (were y')", "event fallen at t = ..."; "" when none). */
 typedef struct ch_stats {
     long accepted, rejected, rhs_calls, recharts;
     char note[256];
+    long events;
 } ch_stats;
 void ch_system_stats(const ch_system *s, ch_stats *st);
 

@@ -73,8 +73,19 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "#else\n"
         "    s.chart_quality = NULL;\n"
         "#endif\n"
+        "#if defined(%s_NEV) && %s_NEV > 0\n"
+        "    s.nev = %s_NEV;\n"
+        "    s.event_names = %s_event_names;\n"
+        "    s.event_stop = %s_event_stop;\n"
+        "    s.events = %s_events;\n"
+        "#else\n"
+        "    s.nev = 0;\n"
+        "    s.event_names = NULL;\n"
+        "    s.event_stop = NULL;\n"
+        "    s.events = NULL;\n"
+        "#endif\n"
         "    return chrt_main(&s, argc, argv);\n"
-        "}\n", P, P, P, P, P, P, P, P, P);
+        "}\n", P, P, P, P, P, P, P, P, P, P, P, P, P, P, P);
 }
 
 static const char *const runtime_files[] = {"integrate.h", "integrate.c",
@@ -136,8 +147,10 @@ void ch_driver_jit_unit(const char *prefix, const char *header,
     ch_buf_printf(unit,
         "\n#ifndef %s_NOUT\n#define %s_NOUT 0\n#endif\n"
         "#ifndef %s_CHART\n#define %s_CHART 0\n#endif\n"
-        "const int %s_chrt_dims[5] = {%s_NX, %s_NQ, %s_NP, %s_NOUT, %s_CHART};\n",
-        prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+        "#ifndef %s_NEV\n#define %s_NEV 0\n#endif\n"
+        "const int %s_chrt_dims[6] = {%s_NX, %s_NQ, %s_NP, %s_NOUT, %s_CHART, %s_NEV};\n",
+        prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix,
+        prefix, prefix, prefix);
 }
 
 /* Looks up PREFIX_suffix; NULL with the error set when missing. */
@@ -190,6 +203,14 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
         void *cq = lookup(j, prefix, "chart_quality", err);
         if (!cq) return CH_ERR_MODEL;
         BIND_FN(s->chart_quality, cq);
+    }
+    s->nev = dims[5];
+    if (s->nev > 0) {
+        void *ev = lookup(j, prefix, "events", err);
+        if (!ev || !(s->event_names = lookup(j, prefix, "event_names", err))
+            || !(s->event_stop = lookup(j, prefix, "event_stop", err)))
+            return CH_ERR_MODEL;
+        BIND_FN(s->events, ev);
     }
     return 0;
 }

@@ -244,7 +244,7 @@ static double call_cost(const ch_opcount *c);
 static int every_form(const char *name)
 {
     return !strcmp(name, "dyn") || !strcmp(name, "alpha") || !strcmp(name, "en") ||
-           !strcmp(name, "integ") || !strcmp(name, "hol");
+           !strcmp(name, "integ") || !strcmp(name, "hol") || !strcmp(name, "event");
 }
 
 /* The n values in (dag distinct nodes) with common factors out of their
@@ -2397,6 +2397,28 @@ static void fun_qproj(emitter *e)
                   n);
 }
 
+/* PREFIX_events: the declared event functions g(t, q, q') at the state's
+ * velocities; the runtime locates their zero crossings. */
+static void fun_events(emitter *e)
+{
+    ch_buf *b = &e->fun;
+    size_t nev = e->m->nevents;
+    ch_buf_printf(b, "int %s_events(double t, const double *x, const double *p, double *g)\n{\n",
+                  e->P);
+    if (nev == 0) {
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)g;\n    return 0;\n}\n\n");
+        return;
+    }
+    const ch_expr **f = earr(e, nev);
+    if (!f) return;
+    for (size_t j = 0; j < nev; j++) f[j] = e->m->events[j].expr;
+    kernel(e, "event", nev, f);
+    ch_buf_printf(b, "    double v[%zu];\n"
+                     "    if (kn_vel(t, x, p, v)) return 1;\n"
+                     "    kn_event(t, x, p, v, g);\n"
+                     "    return 0;\n}\n\n", e->n);
+}
+
 /* PREFIX_project: the coordinates onto the holonomic constraints
  * (kn_qproj), then, in the full form, three minimum mass-norm corrections
  * of the velocities. The other forms' velocities follow from their state
@@ -2439,8 +2461,10 @@ static const char *dim(emitter *e, const char *macro, size_t count, char *buf, s
 static void put_decls(emitter *e, ch_buf *b)
 {
     char d1[96], d2[96];
-    ch_buf_printf(b, "#define %s_NX %zu\n#define %s_NP %zu\n#define %s_NQ %zu\n#define %s_NOUT %zu\n",
-                  e->P, e->nx, e->P, e->m->np, e->P, e->n, e->P, e->nout);
+    ch_buf_printf(b, "#define %s_NX %zu\n#define %s_NP %zu\n#define %s_NQ %zu\n#define %s_NOUT %zu\n"
+                     "#define %s_NEV %zu\n",
+                  e->P, e->nx, e->P, e->m->np, e->P, e->n, e->P, e->nout, e->P,
+                  e->m->nevents);
     ch_buf_printf(b, "extern const char *const %s_state_names[%s_NX];\n", e->P, e->P);
     /* dim() returns "1" without filling d1 when there are no parameters. */
     const char *np_dim = dim(e, "NP", e->m->np, d1, sizeof d1);
@@ -2448,6 +2472,9 @@ static void put_decls(emitter *e, ch_buf *b)
     ch_buf_printf(b, "extern const double %s_param_defaults[%s];\n", e->P, np_dim);
     ch_buf_printf(b, "extern const char *const %s_output_names[%s];\n", e->P,
                   dim(e, "NOUT", e->nout, d2, sizeof d2));
+    const char *nev_dim = dim(e, "NEV", e->m->nevents, d2, sizeof d2);
+    ch_buf_printf(b, "extern const char *const %s_event_names[%s];\n", e->P, nev_dim);
+    ch_buf_printf(b, "extern const int %s_event_stop[%s];\n", e->P, nev_dim);
     const char *P = e->P;
     ch_buf_printf(b,
         "void   %s_initial(double *x);\n"
@@ -2458,8 +2485,9 @@ static void put_decls(emitter *e, ch_buf *b)
         "int    %s_velocities(double t, const double *x, const double *p, double *qt);\n"
         "int    %s_outputs(double t, const double *x, const double *p, double *out);\n"
         "int    %s_project(double t, double *x, const double *p);\n"
-        "double %s_chart_quality(double t, const double *x, const double *p);\n",
-        P, P, P, P, P, P, P, P);
+        "double %s_chart_quality(double t, const double *x, const double *p);\n"
+        "int    %s_events(double t, const double *x, const double *p, double *g);\n",
+        P, P, P, P, P, P, P, P, P);
     ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
 }
 
@@ -2485,8 +2513,8 @@ static void put_tables(emitter *e, ch_buf *b)
 {
     size_t n = e->n, k = e->k, mi = e->mi, np = e->m->np;
     const ch_manifold *mf = &e->d->mf;
-    const char **names = calloc(e->nx + e->nout + np + 1, sizeof *names);
-    const char **pre = calloc(e->nx + e->nout + np + 1, sizeof *pre);
+    const char **names = calloc(e->nx + e->nout + np + e->m->nevents + 1, sizeof *names);
+    const char **pre = calloc(e->nx + e->nout + np + e->m->nevents + 1, sizeof *pre);
     char **owned = calloc(e->nx + e->nout + 1, sizeof *owned);
     if (!names || !pre || !owned) {
         e->failed = 1;
@@ -2544,7 +2572,17 @@ static void put_tables(emitter *e, ch_buf *b)
     ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
                   dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
     put_name_list(b, c, pre, names);
-    ch_buf_put(b, "};\n\n");
+    ch_buf_put(b, "};\n");
+    /* Events: names and whether each ends the run. */
+    size_t nev = e->m->nevents;
+    d = dim(e, "NEV", nev, dbuf, sizeof dbuf);
+    ch_buf_printf(b, "const char *const %s_event_names[%s] = {", e->P, d);
+    for (size_t j = 0; j < nev; j++) pre[j] = "", names[j] = e->m->events[j].name;
+    put_name_list(b, nev, pre, names);
+    ch_buf_printf(b, "};\nconst int %s_event_stop[%s] = {", e->P, d);
+    for (size_t j = 0; j < nev; j++)
+        ch_buf_printf(b, "%s%d", j ? ", " : "", e->m->event_stop[j]);
+    ch_buf_put(b, nev ? "};\n\n" : "0};\n\n");
     free(num);
     for (size_t i = 0; i < no; i++) free(owned[i]);
     free(names), free(pre), free(owned);
@@ -2699,6 +2737,7 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     fun_rhs_chart(&e);
     fun_energy_vel(&e);
     fun_outputs(&e);
+    fun_events(&e);
     fun_project(&e);
 
     int rc = 0;

@@ -294,14 +294,33 @@ static void solve_dense(gen *g)
     lu_ops(k, g->w, g->ops);
 }
 
+/* 1 when reduce() reads MB<i*m+col>: a row of an independent velocity r
+ * in A's lower triangle (col <= r); a row of a dependent one nu where X
+ * has a nonzero (nu, r) with r >= col, or a nonzero X_nu,m (f's sum). */
+static int mb_used(const gen *g, size_t i, size_t col)
+{
+    const ch_redsolve *in = g->in;
+    for (size_t r = 0; r < g->m; r++)
+        if ((size_t)in->indep[r] == i) return col <= r;
+    for (size_t nu = 0; nu < g->k; nu++) {
+        if ((size_t)in->dep[nu] != i) continue;
+        if (g->xnz[nu * g->w + g->m]) return 1;
+        for (size_t r = col; r < g->m; r++)
+            if (g->xnz[nu * g->w + r]) return 1;
+    }
+    return 0;
+}
+
 /* MB = M B (n x m): B's dependent rows are -X_i, so "M column minus M_dep
- * times X column". */
+ * times X column". Only the entries reduce() reads are computed (an
+ * unused constant is a warning of the compiler). */
 static void products(gen *g)
 {
     const ch_redsolve *in = g->in;
     name t1, t2;
     for (size_t i = 0; i < g->n; i++)
         for (size_t col = 0; col < g->m; col++) {
+            if (!mb_used(g, i, col)) continue;
             size_t first = oM(g, i, (size_t)in->indep[col]);
             int any = nz(g, first);
             for (size_t nu = 0; nu < g->k && !any; nu++)

@@ -16,6 +16,7 @@
 
 #include "chart.h"
 #include "compile.h"
+#include "cvode.h"
 #include "derive.h"
 #include "driver.h"
 #include "emit_c.h"
@@ -482,8 +483,9 @@ static int write_bytes(const char *path, const char *text, size_t len)
 }
 
 /* chrt_main_sink with every row also kept in a table, then plotted (also
- * the rows before a numerical failure); rechart: the re-chart hooks. */
-static int run_and_plot(const chrt_system *s, const chrt_main_hooks *rechart, int argc,
+ * the rows before a numerical failure); run: the re-chart and stepper
+ * hooks. */
+static int run_and_plot(const chrt_system *s, const chrt_main_hooks *run, int argc,
                         char **argv, run_plot *pl)
 {
     const char *v[CH_PLOT_MAX_SERIES + 1];
@@ -497,7 +499,7 @@ static int run_and_plot(const chrt_system *s, const chrt_main_hooks *rechart, in
     if (!rc) {
         chrt_sink sink;
         ch_driver_table_sink(&tb, &sink);
-        chrt_main_hooks hooks = {&sink, rechart->rechart, rechart->rechart_ctx};
+        chrt_main_hooks hooks = {&sink, run->rechart, run->rechart_ctx, run->ext};
         rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
         if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
             ch_buf svg;
@@ -536,10 +538,14 @@ static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
         fputs("chetaev: out of memory\n", stderr);
         rc = EXIT_MODEL;
     }
-    chrt_main_hooks hooks = {NULL, charts ? ch_charts_rechart : NULL, charts};
+    /* --method cvode: SUNDIALS behind the runtime's loop */
+    ch_cvode_ext cv;
+    ch_cvode_ext_init(&cv);
+    chrt_main_hooks hooks = {NULL, charts ? ch_charts_rechart : NULL, charts, &cv.ops};
     if (!rc)
         rc = pl->file ? run_and_plot(&c->sys, &hooks, argc, argv, pl)
                       : chrt_main_sink(&c->sys, argc, argv, &hooks, NULL);
+    ch_cvode_ext_free(&cv);
     ch_charts_free(charts);
     ch_compiled_free(c);
     return rc;

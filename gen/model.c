@@ -54,11 +54,11 @@ typedef struct {
 
 /* ---- the name table ----------------------------------------------------- */
 
-typedef enum { N_COORD, N_PARAM, N_DEFINE, N_INTEGRAL, N_FIELD } name_kind;
+typedef enum { N_COORD, N_PARAM, N_DEFINE, N_INTEGRAL, N_FIELD, N_EVENT } name_kind;
 
 static const char *const kind_word[] = {"coordinate", "parameter", "define",
-                                        "integral", "field"};
-static const char *const kind_article[] = {"a", "a", "a", "an", "a"};
+                                        "integral", "field", "event"};
+static const char *const kind_article[] = {"a", "a", "a", "an", "a", "an"};
 
 typedef struct {
     const char *name;     /* arena copy; NULL marks a free slot */
@@ -85,7 +85,7 @@ typedef enum { R_ANY, R_CONST, R_NO_VEL } rmode;
 enum {
     ST_MODEL, ST_COORDINATES, ST_PARAMETERS, ST_DEFINE, ST_LAGRANGIAN,
     ST_CONSTRAINT, ST_FORCE, ST_DEPENDENT, ST_INITIAL, ST_INTEGRAL, ST_FIELD,
-    ST_COUNT
+    ST_EVENT, ST_COUNT
 };
 
 typedef struct {
@@ -94,6 +94,7 @@ typedef struct {
     ch_model *m;
     table names;
     vec coords, params, defines, constraints, integrals, fields, dependent;
+    vec events, event_stop;
     ch_pos seen[ST_COUNT]; /* first position of each statement kind */
     char *comp_given; /* n flags */
     ch_token field_name;         /* of the field being parsed */
@@ -420,7 +421,7 @@ static int resolve_define(mbuild *b, const ch_token *t, entry *e, resolved *r)
 static int resolve_entry(mbuild *b, const ch_token *t, resolved *r)
 {
     entry *e = table_find(&b->names, t->text, t->len);
-    if (e && (e->kind == N_INTEGRAL || e->kind == N_FIELD))
+    if (e && (e->kind == N_INTEGRAL || e->kind == N_FIELD || e->kind == N_EVENT))
         return ch_parse_fail(&b->p, t, CH_ERR_MODEL,
                              "%s '%s' cannot be used in an expression",
                              kind_word[e->kind], e->name);
@@ -863,6 +864,31 @@ static int st_integral(mbuild *b, const ch_token *kw)
     return 0;
 }
 
+/* `event NAME = EXPR [stop]`: EXPR may use t, coordinates and velocities;
+ * its name is a CSV-free name of its own (events are rows, not columns). */
+static int st_event(mbuild *b, const ch_token *kw)
+{
+    (void)kw;
+    ch_token t;
+    if (expect_name(b, &t, "an event name") || check_new_name(b, &t)
+        || ch_parse_expect(&b->p, CH_TOK_EQUALS, "'='"))
+        return -1;
+    const ch_expr *v = parse_expr_as(b, R_ANY, NULL);
+    entry *e = v ? declare(b, &t, N_EVENT) : NULL;
+    ch_named_expr *ev = e ? vec_push(b, &b->events, sizeof *ev) : NULL;
+    int *stop = ev ? vec_push(b, &b->event_stop, sizeof *stop) : NULL;
+    if (!stop) return -1;
+    *ev = (ch_named_expr){e->name, v, tok_pos(&t)};
+    *stop = 0;
+    const ch_token *w = &b->p.tok;
+    if (w->kind != CH_TOK_IDENT) return 0;
+    if (w->primes || w->len != 4 || memcmp(w->text, "stop", 4) != 0)
+        return fail_tok(b, w, "expected 'stop' or the end of the statement after "
+                              "the event's expression, found ", "");
+    *stop = 1;
+    return ch_parse_advance(&b->p);
+}
+
 /* One "q = EXPR" of the field being parsed (the last in b->fields). */
 static int field_item_fn(mbuild *b)
 {
@@ -931,6 +957,7 @@ static const struct {
     [ST_INITIAL] = {"initial", 1, st_initial},
     [ST_INTEGRAL] = {"integral", 0, st_integral},
     [ST_FIELD] = {"field", 0, st_field},
+    [ST_EVENT] = {"event", 0, st_event},
 };
 
 static int stmt_lookup(const ch_token *t)
@@ -976,6 +1003,7 @@ static const ch_token *declared_name(int s, int pos, const ch_token *t,
     case ST_DEFINE: *kind = N_DEFINE; break;
     case ST_INTEGRAL: *kind = N_INTEGRAL; break;
     case ST_FIELD: *kind = N_FIELD; break;
+    case ST_EVENT: *kind = N_EVENT; break;
     default: return NULL;
     }
     return pos == 1 && t->kind == CH_TOK_IDENT ? t : NULL;
@@ -1094,6 +1122,9 @@ static int assemble(mbuild *b)
     m->defines = vec_to_arena(b, &b->defines, sizeof *m->defines);
     m->nintegrals = b->integrals.n;
     m->integrals = vec_to_arena(b, &b->integrals, sizeof *m->integrals);
+    m->nevents = b->events.n;
+    m->events = vec_to_arena(b, &b->events, sizeof *m->events);
+    m->event_stop = vec_to_arena(b, &b->event_stop, sizeof *m->event_stop);
     m->nfields = b->fields.n;
     m->fields = vec_to_arena(b, &b->fields, sizeof *m->fields);
     m->ndep = b->dependent.n;
@@ -1147,7 +1178,8 @@ static void builder_free(mbuild *b)
 {
     free(b->names.slot);
     vec *v[] = {&b->coords, &b->params, &b->defines, &b->constraints,
-                &b->integrals, &b->fields, &b->dependent};
+                &b->integrals, &b->fields, &b->dependent,
+                &b->events, &b->event_stop};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]->v);
     free(b->comp_given);
 }
@@ -1282,7 +1314,8 @@ int ch_model_statement_at(const ch_model *m, int line, int col, char *buf,
             return snprintf(buf, size, "force on %s", ch_sym_of(m->q[i])->name), 1;
     if (named_at("define", m->defines, m->ndefines, line, col, buf, size)
         || named_at("integral", m->integrals, m->nintegrals, line, col, buf,
-                    size))
+                    size)
+        || named_at("event", m->events, m->nevents, line, col, buf, size))
         return 1;
     for (size_t i = 0; i < m->nfields; i++)
         if (pos_is(m->fields[i].pos, line, col))

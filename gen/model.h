@@ -77,6 +77,9 @@ typedef struct ch_model {
 
     size_t nintegrals;
     ch_named_expr *integrals;
+    size_t nevents;         /* `event NAME = EXPR [stop]` */
+    ch_named_expr *events;  /* g(t, q, q_t): its zero crossings are events */
+    int *event_stop;        /* 1: the run ends at the event */
     size_t nfields;
     ch_field *fields;
 } ch_model;

@@ -12,6 +12,7 @@ int chrt_method_parse(const char *name)
     if (strcmp(name, "rk4") == 0) return CHRT_RK4;
     if (strcmp(name, "dop853") == 0) return CHRT_DOP853;
     if (strcmp(name, "rk45") == 0 || strcmp(name, "dopri5") == 0) return CHRT_RK45;
+    if (strcmp(name, "cvode") == 0) return CHRT_CVODE;
     return -1;
 }
 
@@ -23,13 +24,14 @@ const char *chrt_method_name(chrt_method m)
     case CHRT_RK4: return "rk4";
     case CHRT_DOP853: return "dop853";
     case CHRT_RK45: return "rk45";
+    case CHRT_CVODE: return "cvode";
     }
     return "?";
 }
 
 int chrt_method_adaptive(chrt_method m)
 {
-    return m == CHRT_DOP853 || m == CHRT_RK45;
+    return m == CHRT_DOP853 || m == CHRT_RK45 || m == CHRT_CVODE;
 }
 
 int chrt_method_stages(chrt_method m)
@@ -40,6 +42,7 @@ int chrt_method_stages(chrt_method m)
     case CHRT_RK4: return 4;
     case CHRT_DOP853: return 12;
     case CHRT_RK45: return 6;
+    case CHRT_CVODE: return 0; /* counted by the library */
     }
     return 0;
 }

@@ -25,14 +25,19 @@ typedef enum {
     CHRT_MIDPOINT,
     CHRT_RK4,
     CHRT_DOP853, /* adaptive, the default */
-    CHRT_RK45
+    CHRT_RK45,
+    /* SUNDIALS CVODE (BDF) for stiff models: a stepper of another library
+     * that the caller supplies (chrt_options.ext); `chetaev run` and the
+     * C API do, driver programs (dependency-free) do not. */
+    CHRT_CVODE
 } chrt_method;
 
 /* Name to method ("euler", "midpoint", "rk4", "dop853", "rk45" or its
- * alias "dopri5"); -1 when unknown. */
+ * alias "dopri5", "cvode"); -1 when unknown. */
 int chrt_method_parse(const char *name);
 const char *chrt_method_name(chrt_method m);
-/* 1 for the embedded pairs (error control, dense output). */
+/* 1 for the methods with error control and dense output (the embedded
+ * pairs and cvode). */
 int chrt_method_adaptive(chrt_method m);
 /* Right-hand side calls of one fixed step, or of one attempt of a pair
  * (its FSAL evaluation at the new state included). */

@@ -25,6 +25,7 @@ void chrt_options_default(chrt_options *o)
     o->chart_min = CHRT_CHART_MIN;
     o->rechart = NULL;
     o->rechart_ctx = NULL;
+    o->ext = NULL;
 }
 
 static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
@@ -64,12 +65,27 @@ static double fixed_dt(const chrt_options *o)
     return o->dt > 0 ? o->dt : CHRT_FIXED_DT;
 }
 
+static int check_options(const chrt_options *o, double t0, int need_ext,
+                         char *errbuf, size_t errlen);
+
 int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
                        size_t errlen)
+{
+    return check_options(o, t0, 1, errbuf, errlen);
+}
+
+/* need_ext 0: the options as parsed, before the caller supplies ext. */
+static int check_options(const chrt_options *o, double t0, int need_ext,
+                         char *errbuf, size_t errlen)
 {
     int adaptive = chrt_method_adaptive(o->method);
     if (chrt_method_name(o->method)[0] == '?')
         return fail(errbuf, errlen, CHRT_EXIT_USAGE, "unknown integration method");
+    if (o->method == CHRT_CVODE && need_ext && !o->ext)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s",
+                    "--method cvode needs SUNDIALS, which `chetaev run` and the C "
+                    "API have and emitted driver programs do not (dop853, rk45, "
+                    "euler, midpoint, rk4)");
     if (!(isfinite(o->dt) && o->dt >= 0))
         return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                     "--dt must be a positive finite number (got %g)", o->dt);
@@ -166,7 +182,9 @@ struct loop {
     chrt_stats st;
     double t0, t, tn, h;  /* h: the next adaptive step */
     int last;             /* the step just taken ends at t1 */
+    int stopped;          /* a stop event ended the run at L->t */
     double *x, *xn, *f, *fn, *y, *row;
+    double *ga, *gb, *gc; /* event values at the step's ends, at a probe */
     chrt_stepper fixed;
     chrt_rk rk;
     long k, nsteps;       /* fixed: steps done, steps in all */
@@ -187,6 +205,7 @@ static void loop_free(loop *L)
     free(L->row);
     free(L->fixed.work);
     free(L->rk.work);
+    free(L->ga);
 }
 
 static int loop_alloc(loop *L)
@@ -205,8 +224,11 @@ static int loop_alloc(loop *L)
     L->rk.nfev = 0;
     L->rk.dense = 0;
     L->rk.work = malloc(chrt_rk_work_size(L->s->nx) * sizeof *L->rk.work);
+    size_t nev = L->s->nev > 0 ? (size_t)L->s->nev : 0;
+    L->ga = malloc((3 * nev + 1) * sizeof *L->ga);
+    if (L->ga) L->gb = L->ga + nev, L->gc = L->gb + nev;
     return L->xn && L->f && L->fn && L->y && L->row && L->fixed.work && L->rk.work
-               ? 0 : -1;
+               && L->ga ? 0 : -1;
 }
 
 /* The row of state x at t to the sink; nonzero: an index into row_failure,
@@ -473,15 +495,206 @@ static int dense_rk(loop *L, double tq)
     return CHRT_OK;
 }
 
+/* A fixed method's state inside the step just taken: one step of the same
+ * method from L->t to tq, as accurate as the step itself. */
+static int dense_fixed(loop *L, double tq)
+{
+    memcpy(L->y, L->x, (size_t)L->s->nx * sizeof *L->y);
+    L->st.rhs_calls += chrt_method_stages(L->o->method);
+    if (tq > L->t
+        && chrt_step(&L->fixed, L->o->method, L->s->rhs, L->t, tq - L->t, L->y, L->p))
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): the state inside "
+                    "the step failed", L->t, step_no(L));
+    return CHRT_OK;
+}
+
+/* ---- a stepper of another library (chrt_ext_stepper) ----------------- */
+
+static int ext_fail(loop *L, double t, const char *why)
+{
+    return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                "numerical failure at t = %.17g (step %ld): %s", t, step_no(L) + 1, why);
+}
+
+static int start_ext(loop *L)
+{
+    const chrt_ext_stepper *e = L->o->ext;
+    char why[400];
+    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, why, sizeof why))
+        return ext_fail(L, L->t, why);
+    return CHRT_OK;
+}
+
+static int advance_ext(loop *L)
+{
+    const chrt_ext_stepper *e = L->o->ext;
+    char why[400];
+    if ((double)L->st.accepted >= L->o->max_steps)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): more than %g "
+                    "steps (--max-steps) before t1 = %g", L->t, step_no(L) + 1,
+                    L->o->max_steps, L->o->t1);
+    if (e->advance(e->ctx, &L->tn, L->xn, why, sizeof why)) return ext_fail(L, L->t, why);
+    L->last = L->tn >= L->o->t1;
+    return CHRT_OK;
+}
+
+static int dense_ext(loop *L, double tq)
+{
+    const chrt_ext_stepper *e = L->o->ext;
+    char why[400];
+    return e->dense_at(e->ctx, tq, L->y, why, sizeof why) ? ext_fail(L, tq, why) : CHRT_OK;
+}
+
+static int restart_ext(loop *L)
+{
+    const chrt_ext_stepper *e = L->o->ext;
+    char why[400];
+    if (L->t >= L->o->t1) return CHRT_OK;
+    return e->restart(e->ctx, L->s, L->t, L->x, why, sizeof why) ? ext_fail(L, L->t, why)
+                                                              : CHRT_OK;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+/* g at (t, x) into g; nonzero (a numerical failure) where it cannot be
+ * evaluated. */
+static int events_at(loop *L, double t, const double *x, double *g)
+{
+    if (L->s->events(t, x, L->p, g) || !state_finite(g, L->s->nev))
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): the event "
+                    "functions cannot be evaluated", t, step_no(L));
+    return CHRT_OK;
+}
+
+/* 1 when g goes from a (not 0) to b through or onto 0. */
+static int crosses(double a, double b)
+{
+    return (a < 0 && b >= 0) || (a > 0 && b <= 0);
+}
+
+/* The zero of event j between (a, ga) and (b, gb), signs opposite, by the
+ * Illinois variant of regula falsi on the step's dense output, to the
+ * resolution of t. *root is the end of the final bracket on b's side, so
+ * the event has happened at the state there. */
+static int event_root(loop *L, int j, double a, double ga, double b, double gb,
+                      double *root)
+{
+    int side = 0, rc;
+    for (int it = 0; it < 200; it++) {
+        double w = b - a;
+        if (!(w > 4 * DBL_EPSILON * fmax(fabs(a), fabs(b))) || !(w > 0)) break;
+        double c = b - gb * w / (gb - ga);
+        if (!(c > a && c < b)) c = a + 0.5 * w;
+        if ((rc = L->ops->dense_at(L, c)) || (rc = events_at(L, c, L->y, L->gc)))
+            return rc;
+        double gc = L->gc[j];
+        if (gc == 0) {
+            b = c;
+            break;
+        }
+        if ((gc < 0) == (gb < 0)) {
+            b = c, gb = gc;
+            if (side == 1) ga *= 0.5;
+            side = 1;
+        } else {
+            a = c, ga = gc;
+            if (side == -1) gb *= 0.5;
+            side = -1;
+        }
+    }
+    *root = b;
+    return CHRT_OK;
+}
+
+/* The first event in (ta, L->tn] of the step just taken, L->ga holding
+ * the values at ta and L->gb those at L->tn: *j (-1: none) and its time. */
+static int first_event(loop *L, double ta, int *j, double *tev)
+{
+    *j = -1;
+    for (int i = 0; i < L->s->nev; i++) {
+        double r;
+        if (!crosses(L->ga[i], L->gb[i])) continue;
+        int rc = event_root(L, i, ta, L->ga[i], L->tn, L->gb[i], &r);
+        if (rc) return rc;
+        if (*j < 0 || r < *tev) *j = i, *tev = r;
+    }
+    return CHRT_OK;
+}
+
+static void event_note(loop *L, int j, double t)
+{
+    char text[200];
+    L->st.events++;
+    snprintf(text, sizeof text, "event %s at t = %.17g%s", L->s->event_names[j], t,
+             L->s->event_stop[j] ? " (stop)" : "");
+    if (L->sink && L->sink->note) L->sink->note(L->sink->ctx, t, text);
+}
+
 /* The time of output row k (1-based) of the --dt-out grid; the last is t1. */
 static double grid_time(const loop *L, long k, long nout)
 {
     return k < nout ? L->t0 + (double)k * L->o->dt_out : L->o->t1;
 }
 
-static const stepper fixed_ops = {start_fixed, done_fixed, advance_fixed, NULL,
+static const stepper fixed_ops = {start_fixed, done_fixed, advance_fixed, dense_fixed,
                                   restart_fixed};
 static const stepper rk_ops = {start_rk, done_rk, advance_rk, dense_rk, restart_rk};
+static const stepper ext_ops = {start_ext, done_rk, advance_ext, dense_ext, restart_ext};
+
+/* Rows of the --dt-out grid before t (exclusive; inclusive at the step's
+ * end), by dense output; *kout the next grid row. */
+static int grid_rows(loop *L, long *kout, long nout, double t, int inclusive)
+{
+    int rc;
+    for (; nout && *kout <= nout; ++*kout) {
+        double tq = grid_time(L, *kout, nout);
+        if (tq > t || (tq == t && !inclusive)) break;
+        if ((rc = L->ops->dense_at(L, tq)) || (rc = row_at(L, tq, L->y))) return rc;
+    }
+    return CHRT_OK;
+}
+
+/* The events of the step just taken, in time order: rows of the grid
+ * before each, the event's row (the state by dense output) and note. A
+ * stop event ends the run there. An event exactly at the step's end gets
+ * the row of that time (*row_due). */
+static int step_events(loop *L, long *kout, long nout, int *row_due)
+{
+    const chrt_system *s = L->s;
+    double ta = L->t, tev = 0;
+    int j, rc;
+    if (s->nev <= 0) return CHRT_OK;
+    if ((rc = events_at(L, L->tn, L->xn, L->gb))) return rc;
+    for (;;) {
+        if ((rc = first_event(L, ta, &j, &tev))) return rc;
+        if (j < 0) break;
+        if (tev >= L->tn) { /* at the step's end: the step's own row */
+            event_note(L, j, L->tn);
+            *row_due = 1;
+            if (s->event_stop[j]) L->stopped = 1;
+            L->ga[j] = L->gb[j];
+            ta = L->tn;
+            continue;
+        }
+        if ((rc = grid_rows(L, kout, nout, tev, 0))) return rc;
+        if ((rc = L->ops->dense_at(L, tev)) || (rc = events_at(L, tev, L->y, L->ga)))
+            return rc;
+        if ((rc = row_at(L, tev, L->y))) return rc;
+        event_note(L, j, tev);
+        if (s->event_stop[j]) {
+            memcpy(L->x, L->y, (size_t)s->nx * sizeof *L->x);
+            L->t = tev;
+            L->stopped = 1;
+            return CHRT_OK;
+        }
+        L->ga[j] = L->gb[j]; /* j has crossed: not again in this step */
+        ta = tev;
+    }
+    return CHRT_OK;
+}
 
 static int run(loop *L)
 {
@@ -496,15 +709,16 @@ static int run(loop *L)
     if ((rc = row_at(L, L->t, L->x))) return rc;
     if (o->dt_out > 0) nout = (long)fixed_steps(L->t0, o->t1, o->dt_out);
     if ((rc = L->ops->start(L))) return rc;
+    if (L->s->nev > 0 && (rc = events_at(L, L->t, L->x, L->ga))) return rc;
     while (!L->ops->done(L)) {
+        int event_row = 0;
         if ((rc = L->ops->advance(L))) return rc;
         L->st.accepted++;
         if (L->last) L->tn = o->t1;
+        if ((rc = step_events(L, &kout, nout, &event_row))) return rc;
+        if (L->stopped && L->t < L->tn) return CHRT_OK; /* ended inside the step */
         /* Rows of the output grid inside the step, by dense output. */
-        for (; nout && kout <= nout && grid_time(L, kout, nout) < L->tn; kout++) {
-            double tq = grid_time(L, kout, nout);
-            if ((rc = L->ops->dense_at(L, tq)) || (rc = row_at(L, tq, L->y))) return rc;
-        }
+        if ((rc = grid_rows(L, &kout, nout, L->tn, 0))) return rc;
         double *tmp = L->x;
         L->x = L->xn, L->xn = tmp;
         tmp = L->f, L->f = L->fn, L->fn = tmp;
@@ -512,8 +726,11 @@ static int run(loop *L)
         int due = nout ? kout <= nout && grid_time(L, kout, nout) == L->t
                        : L->last || L->st.accepted % o->every == 0;
         if ((rc = settle(L))) return rc;
-        if (due && (rc = row_at(L, L->t, L->x))) return rc;
+        if ((due || event_row) && (rc = row_at(L, L->t, L->x))) return rc;
         if (due && nout) kout++;
+        if (L->stopped) return CHRT_OK;
+        /* the values at the new start (a projection or re-chart moved it) */
+        if (L->s->nev > 0 && (rc = events_at(L, L->t, L->x, L->ga))) return rc;
     }
     L->t = o->t1; /* fixed steps: also with none, t1 within 1e-9 steps */
     return CHRT_OK;
@@ -530,7 +747,8 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
     if (st) memset(st, 0, sizeof *st);
     if (rc) return rc;
     L.s = *s, L.o = o, L.p = p, L.sink = sink;
-    L.ops = chrt_method_adaptive(o->method) ? &rk_ops : &fixed_ops;
+    L.ops = o->method == CHRT_CVODE ? &ext_ops
+            : chrt_method_adaptive(o->method) ? &rk_ops : &fixed_ops;
     L.t0 = L.t = t0;
     L.cq_t = -1;
     L.errbuf = errbuf, L.errlen = errlen;
@@ -546,6 +764,11 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
         L.xn = L.x;
     }
     L.st.rhs_calls += L.rk.nfev;
+    if (L.ops == &ext_ops && o->ext->counts) {
+        long rej = 0, calls = 0;
+        o->ext->counts(o->ext->ctx, &rej, &calls);
+        L.st.rejected += rej, L.st.rhs_calls += calls;
+    }
     *t = L.t;
     *s = L.s;
     if (st) *st = L.st;
@@ -1015,7 +1238,7 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
         if (rc) return rc;
     }
     if (a->help) return CHRT_OK;
-    int rc = chrt_options_check(&a->opt, 0, errbuf, errlen);
+    int rc = check_options(&a->opt, 0, 0, errbuf, errlen);
     if (rc || !s) return rc;
     return apply_inits(s, argc, argv, x0, p, a, errbuf, errlen);
 }
@@ -1110,7 +1333,10 @@ int chrt_main_sink(const chrt_system *s, int argc, char **argv,
         goto done;
     }
     if (a.warning[0]) fprintf(stderr, "%s: warning: %s\n", prog, a.warning);
-    if (hooks) a.opt.rechart = hooks->rechart, a.opt.rechart_ctx = hooks->rechart_ctx;
+    if (hooks) {
+        a.opt.rechart = hooks->rechart, a.opt.rechart_ctx = hooks->rechart_ctx;
+        a.opt.ext = hooks->ext;
+    }
     if (a.output && !(out = fopen(a.output, "w"))) {
         rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot open '%s': %s",
                   a.output, strerror(errno));

@@ -49,10 +49,39 @@ typedef struct {
      * number in [0, 1], 0 where the chart is singular. NULL when the
      * form has no chart (full form). */
     double (*chart_quality)(double t, const double *x, const double *p);
+    /* Events (`event NAME = EXPR [stop]`): nev functions g(t, x) whose
+     * zero crossings the loop locates; event_stop[j] ends the run there.
+     * nev = 0: none (events and the tables may be NULL). */
+    int nev;
+    const char *const *event_names;
+    const int *event_stop;
+    int (*events)(double t, const double *x, const double *p, double *g);
 } chrt_system;
 
 /* Re-chart below this chart quality (chrt_options.chart_min). */
 #define CHRT_CHART_MIN 1e-2
+
+typedef struct chrt_options chrt_options;
+
+/* A stepper of another library behind the loop (CHRT_CVODE: SUNDIALS in
+ * gen/cvode.c), so that runtime/ stays free of dependencies. Each
+ * function returns 0, or nonzero with the reason in err. */
+typedef struct {
+    void *ctx;
+    /* Starts at (t0, x) on s's right-hand side, never to pass o->t1. */
+    int (*start)(void *ctx, const chrt_system *s, const chrt_options *o,
+                 double t0, const double *x, const double *p, char *err,
+                 size_t errlen);
+    /* One accepted step: its end time and state. */
+    int (*advance)(void *ctx, double *tn, double *xn, char *err, size_t errlen);
+    /* The state at t inside the last step (dense output). */
+    int (*dense_at)(void *ctx, double t, double *x, char *err, size_t errlen);
+    /* The state at t changed (projection, re-chart: s may be another). */
+    int (*restart)(void *ctx, const chrt_system *s, double t, const double *x,
+                   char *err, size_t errlen);
+    /* Rejected attempts and right-hand side calls so far. */
+    void (*counts)(void *ctx, long *rejected, long *rhs_calls);
+} chrt_ext_stepper;
 
 /* Defaults of the adaptive methods: relative and absolute tolerance, the
  * largest number of accepted steps, and the step of fixed methods. */
@@ -61,7 +90,7 @@ typedef struct {
 #define CHRT_MAX_STEPS 1e7
 #define CHRT_FIXED_DT 1e-3
 
-typedef struct {
+struct chrt_options {
     chrt_method method;
     /* Fixed methods: the step (0: CHRT_FIXED_DT). Adaptive: the first
      * step (0: chosen from the right-hand side at t0). */
@@ -80,7 +109,9 @@ typedef struct {
     int (*rechart)(void *ctx, double t, double *x, const double *p,
                    const chrt_system **s, char *note, size_t notelen);
     void *rechart_ctx;
-} chrt_options;
+    /* The stepper of CHRT_CVODE (NULL: that method is refused). */
+    const chrt_ext_stepper *ext;
+};
 
 /* Exit codes of SPEC §2 that the runtime can produce. */
 enum { CHRT_OK = 0, CHRT_EXIT_IO = 1, CHRT_EXIT_USAGE = 2, CHRT_EXIT_NUMERIC = 3 };
@@ -101,6 +132,7 @@ int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
  * used (dop853), 1 after each projection or re-chart. */
 typedef struct {
     long accepted, rejected, rhs_calls, recharts;
+    long events; /* event rows written */
 } chrt_stats;
 
 /* Where the rows go. row gets t, the nq coordinates, all nq velocities,
@@ -177,6 +209,7 @@ typedef struct {
     int (*rechart)(void *ctx, double t, double *x, const double *p,
                    const chrt_system **s, char *note, size_t notelen);
     void *rechart_ctx;
+    const chrt_ext_stepper *ext; /* the stepper of --method cvode, or NULL */
 } chrt_main_hooks;
 
 /* chrt_main with hooks (NULL: none); *parsed (may be NULL) gets the

@@ -5,7 +5,7 @@
 set -eu
 PKGS="gcc libc6-dev libflint-dev libflint-arb-dev libtcc-dev tcc meson ninja-build
       python3 python3-sympy texlive-latex-base make pkg-config groff-base
-      valgrind clang libclang-rt-14-dev"
+      valgrind clang libclang-rt-14-dev libsundials-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -40,10 +40,13 @@ def table(text):
 
 
 def run(exe, model, form, t1, dt, every, *extra):
-    """(rc, header, rows, stderr) of `run` with rk4."""
-    rc, out, err = call(exe, ["run", model, "--form", form, "--method", "rk4",
-                              "--dt", repr(dt), "--t1", repr(t1),
-                              "--every", str(every)] + list(extra))
+    """(rc, header, rows, stderr) of `run` with rk4; dt None: the adaptive
+    default at rtol 1e-10, atol 1e-12 (issue 39's tolerances), a row every
+    `every` accepted steps and at t1."""
+    method = (["--rtol", "1e-10", "--atol", "1e-12"] if dt is None
+              else ["--method", "rk4", "--dt", repr(dt)])
+    rc, out, err = call(exe, ["run", model, "--form", form] + method
+                        + ["--t1", repr(t1), "--every", str(every)] + list(extra))
     head, rows = table(out) if out.strip() else ([], [])
     return rc, head, rows, err
 
@@ -51,7 +54,7 @@ def run(exe, model, form, t1, dt, every, *extra):
 def agree(suite, exe, model, name, forms, t1, dt, tol):
     """The forms' last rows (t, q, q') agree to tol, scaled by 1 + |v|."""
     finals = {}
-    steps = int(round(t1 / dt))
+    steps = int(round(t1 / dt)) if dt else 1000000
     for form in forms:
         rc, head, rows, err = run(exe, model, form, t1, dt, steps)
         if not suite.check(rc == 0 and rows and rows[-1][0] == t1,
@@ -78,6 +81,11 @@ def check_speed(suite, exe, d):
     """x'^2 + y'^2 = v0^2: closed-form alpha, reduced = full over t = 4."""
     model = os.path.join(d, "speed.nh")
     finals = agree(suite, exe, model, "speed", ["reduced", "full"], 4.0, 1e-4, 1e-8)
+    fin = agree(suite, exe, model, "speed (dop853)", ["reduced", "full"], 4.0, None, 1e-8)
+    for form in ("reduced", "full") if fin else ():
+        h, r = fin[form][2], fin[form][3][-1]
+        di = abs(r[h.index("y'")] * math.exp(-r[h.index("x")] ** 2 / 2) - 0.8)
+        suite.check(di <= 1e-9, "speed integral %s (dop853)" % form, "|I(4) - I(0)| = %.3g" % di)
     # speed and the integral along the reduced run (every 100th step)
     rc, head, rows, err = run(exe, model, "reduced", 4.0, 1e-4, 100)
     if suite.check(rc == 0 and rows, "speed run rows", "exit %d %s" % (rc, err.strip()[:200])):
@@ -212,6 +220,7 @@ def check_pivot(suite, exe, d):
     """A pivot that is 0 at the initial state in the natural order."""
     model = os.path.join(d, "pivot.nh")
     finals = agree(suite, exe, model, "pivot", ["reduced", "full", "hamilton"], 1.0, 1e-4, 1e-8)
+    agree(suite, exe, model, "pivot (dop853)", ["reduced", "full", "hamilton"], 1.0, None, 1e-8)
     if finals:
         h, rows = finals["full"][2], finals["full"][3]
         e = h.index("E")

@@ -2,7 +2,8 @@
 """Cross-check `chetaev check` verdicts against simulation (issue 5).
 
 For every examples/*.nh: the quantities listed by `check --format json`
-are evaluated along a `run` (rk4, dt = 1e-3, t1 = 2) and their drift
+are evaluated along a `run` (the adaptive default at rtol 1e-10, rows
+every 0.1, t1 = 2, or to a stop event) and their drift
 max |F(t) - F(0)| is compared with the verdict: a "conserved" quantity
 must stay constant to integrator accuracy, a "not conserved" one must
 visibly change. "unknown" verdicts are only reported.
@@ -28,7 +29,7 @@ from sympy.parsing.sympy_parser import parse_expr
 
 CONSERVED_TOL = 1e-8   # relative to max(1, |F(0)|)
 CHANGED_TOL = 1e-6
-RUN_ARGS = ['--method', 'rk4', '--dt', '1e-3', '--t1', '2', '--every', '100']
+RUN_ARGS = ['--t1', '2', '--dt-out', '0.1']
 
 
 def chetaev(exe, *args):

@@ -417,7 +417,7 @@ class Model:
             self._dependent(rest, lineno)
         elif kw == "initial":
             self._initial(rest, lineno)
-        elif kw in ("integral", "field"):
+        elif kw in ("integral", "field", "event"):  # not derived: audited or run
             pass
         else:
             raise ModelError("line %d: unknown statement %r" % (lineno, kw))

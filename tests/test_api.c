@@ -377,6 +377,42 @@ static void test_recharting(void)
             }
 }
 
+/* Events and cvode through the API: a body thrown up at v0 lands (a stop
+ * event) at exactly 2 v0/g after its apex; cvode ends the knife edge's
+ * second where dop853 does. */
+static void test_events_cvode(void)
+{
+    static const char *const throw_up =
+        "coordinates y\nparameters g=9.81 v0=10\nlagrangian y'^2/2 - g*y\n"
+        "event apex = y'\nevent ground = y stop\ninitial y=0 y'=10\n";
+    ch_err err;
+    ch_stats st;
+    ch_problem *pb = ch_problem_parse("throw.nh", throw_up, strlen(throw_up), &err);
+    CHECK_MSG(pb != NULL, "%s", err.msg);
+    ch_system *s = pb ? ch_system_compile(pb, "full", NULL, &err) : NULL;
+    if (s) {
+        CHECK(ch_system_integrate(s, 5, NULL, 0, &err) == 0);
+        ch_system_stats(s, &st);
+        CHECK(st.events == 2);
+        CHECK_NEAR(ch_system_time(s), 20 / 9.81, 1e-12);
+        CHECK_NEAR(ch_system_state(s)[0], 0, 1e-11);
+        CHECK(strstr(st.note, "event ground at t = 2.03873598369") != NULL);
+        ch_system_free(s);
+    }
+    ch_problem_free(pb);
+    ch_system *c = compile_knife("reduced"), *d = compile_knife("reduced");
+    if (c && d) {
+        CHECK(ch_system_integrate(c, 1, "cvode", 0, &err) == 0);
+        CHECK(ch_system_integrate(d, 1, "dop853", 0, &err) == 0);
+        ch_system_stats(c, &st);
+        CHECK(st.accepted > 10 && st.rhs_calls > st.accepted);
+        for (int i = 0; i < 5; i++)
+            CHECK_NEAR(ch_system_state(c)[i], ch_system_state(d)[i], 1e-7);
+    }
+    ch_system_free(c);
+    ch_system_free(d);
+}
+
 int main(void)
 {
     RUN(test_recharting);
@@ -387,5 +423,6 @@ int main(void)
     RUN(test_hamilton);
     RUN(test_adaptive);
     RUN(test_warnings);
+    RUN(test_events_cvode);
     return check_summary("api");
 }

@@ -640,7 +640,7 @@ static void test_main_hooks(void)
     rows r;
     memset(&r, 0, sizeof r);
     chrt_sink sink = {keep_row, keep_note, &r};
-    chrt_main_hooks hooks = {&sink, rechart, &c};
+    chrt_main_hooks hooks = {&sink, rechart, &c, NULL};
     char *argv[] = {"test", "--t1", "3", "--rtol", "1e-11", "-o", "/dev/null", NULL};
     chrt_args parsed;
     CHECK(chrt_main_sink(&a, 7, argv, &hooks, &parsed) == 0);

@@ -237,7 +237,7 @@ static void test_jit_unit(void)
 {
     char *u = osc_unit();
     CHECK(strstr(u, "#include \"osc.h\"") == NULL);
-    CHECK(strstr(u, "const int osc_chrt_dims[5] = {osc_NX, osc_NQ, osc_NP, osc_NOUT, osc_CHART};"));
+    CHECK(strstr(u, "const int osc_chrt_dims[6] = {osc_NX, osc_NQ, osc_NP, osc_NOUT, osc_CHART, osc_NEV};"));
     CHECK(strstr(u, "#define osc_NX 2") < strstr(u, "osc_state_names[osc_NX] = "));
     free(u);
     CHECK(ch_driver_prefix_ok("model_full"));
@@ -393,7 +393,7 @@ static int nat_outputs(double t, const double *x, const double *p, double *o)
 static const chrt_system nat = {"nat", 2, 1, 2, 0, nat_states, nat_params,
                                 nat_defaults, NULL, nat_initial, nat_rhs,
                                 nat_energy, nat_velocities, nat_outputs, NULL,
-                                NULL, NULL};
+                                NULL, NULL, 0, NULL, NULL, NULL};
 
 static void test_rows_and_failure(void)
 {
@@ -545,7 +545,7 @@ static int con_state_from(double t, const double *q, const double *qt,
 static const chrt_system con = {"con", 3, 2, 1, 0, con_states, con_params,
                                 con_defaults, NULL, con_initial, nat_rhs,
                                 nat_energy, con_velocities, nat_outputs, NULL,
-                                con_state_from, NULL};
+                                con_state_from, NULL, 0, NULL, NULL, NULL};
 
 static int con_parse(int argc, const char **args, double *x0, chrt_args *a,
                      char *msg, size_t len)

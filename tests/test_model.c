@@ -225,6 +225,32 @@ static void test_symbols(void)
     ch_ctx_free(ctx);
 }
 
+/* `event NAME = EXPR [stop]`: name, expression in t, q, q', the flag. */
+static void test_events(void)
+{
+    ch_ctx *ctx = ch_ctx_new();
+    ch_model *m = parse_ok(ctx, "coordinates x y\nlagrangian x'^2 + y'^2\n"
+                                "event far = x - 2 stop\nevent slow = x'*y' - t\n"
+                                "event stopped = y\n");
+    if (m) {
+        CHECK(m->nevents == 3);
+        CHECK_STR(m->events[0].name, "far");
+        CHECK_STR(m->events[1].name, "slow");
+        CHECK_STR(m->events[2].name, "stopped"); /* a name, not the keyword */
+        CHECK(m->event_stop[0] == 1 && m->event_stop[1] == 0 && m->event_stop[2] == 0);
+        CHECK(ch_has_sym(m->events[1].expr, m->qt[0]) && ch_has_sym(m->events[1].expr, m->t));
+        CHECK(m->events[0].pos.line == 3 && m->events[0].pos.col == 7);
+        char buf[64];
+        CHECK(ch_model_statement_at(m, 4, 7, buf, sizeof buf) == 1);
+        CHECK_STR(buf, "event slow");
+    }
+    m = parse_ok(ctx, "coordinates x\nlagrangian x'^2\n");
+    CHECK(m && m->nevents == 0);
+    ch_ctx_free(ctx);
+    expect_error("coordinates x\nlagrangian x'^2\nevent f = x\nevent f = x",
+                 "4:7: error: duplicate name 'f'");
+}
+
 /* ---- holonomic constraints, defines ----------------------------------------- */
 
 static void test_holonomic(void)
@@ -692,7 +718,7 @@ static size_t parse_any(const char *text, size_t len)
 
 static const char *const soup[] = {
     "coordinates", "parameters", "define", "lagrangian", "constraint",
-    "force", "dependent", "initial", "integral", "field", "model",
+    "force", "dependent", "initial", "integral", "field", "model", "event", "stop",
     "x", "y", "x'", "y'", "x''", "m", "m'", "v", "v'", "F", "t", "pi",
     "sin", "atan2", "sqrt", "0", "1", "2.5", "1e999999", "1e-3", "+", "-",
     "*", "/", "^", "(", ")", ",", "=", ":", "\n", "\n", "\n", "#c\n", "'",
@@ -770,6 +796,7 @@ int main(void)
     RUN(test_example_initial_consistent);
     RUN(test_knife_edge);
     RUN(test_symbols);
+    RUN(test_events);
     RUN(test_holonomic);
     RUN(test_define_derivative);
     RUN(test_continuation);
