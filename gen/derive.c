@@ -577,8 +577,9 @@ int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
     const char **qn, **qtn, **pn, **cn;
     int rc;
     if ((rc = ch_lagrange_derive(ctx, m, &d->lag, err))
-        || (rc = ch_manifold_init(ctx, m, &d->lag, &d->mf, err))
-        || (rc = ch_initial_derive(ctx, m, &d->lag, &d->mf, &d->init, err))
+        || (rc = ch_initial_positions(ctx, m, &d->lag, &d->init, err))
+        || (rc = ch_manifold_init(ctx, m, &d->lag, d->init.q, &d->mf, err))
+        || (rc = ch_initial_velocities(ctx, m, &d->mf, &d->init, err))
         || (rc = ch_chetaev_derive(ctx, &d->mf, &d->chet, err))
         || (rc = ch_reduce_derive(ctx, &d->mf, &d->red, err))
         || (rc = ch_hamilton_derive(ctx, &d->red, &d->ham, err)))

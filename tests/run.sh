@@ -92,7 +92,7 @@ cat >"$tmp/pend_off.want" <<EOF
 $tmp/pend_off.nh:5:1: warning: the initial state violates holonomic constraint 1 (residual 0.0017): coordinates are moved onto it
 $tmp/pend_off.nh:5:1: warning: initial x=0.60051 is moved to 0.6 (by -0.00051) onto holonomic constraint 1
 $tmp/pend_off.nh:5:1: warning: initial y=-0.80068 is moved to -0.7999999999999999 (by 0.00068) onto holonomic constraint 1
-$tmp/pend_off.nh:5:1: warning: initial y'=0.5 is recomputed from the constraints as 0.6000000000000001
+$tmp/pend_off.nh:5:1: warning: initial y'=0.5 is recomputed from the constraints as 0.6
 EOF
 for cmd in "run --form full --t1 0" "run --form reduced --t1 0" "run --form hamilton --t1 0" \
            "emit --form full -o $tmp/po" "derive --only energy"; do

@@ -51,7 +51,7 @@ static int build(sys *s, const char *file, const char *text, int upto)
     }
     if (rc) return rc;
     if ((rc = ch_lagrange_derive(s->ctx, s->m, &s->L, &s->err))) return rc;
-    if ((rc = ch_manifold_init(s->ctx, s->m, &s->L, &s->mf, &s->err))) return rc;
+    if ((rc = ch_manifold_init(s->ctx, s->m, &s->L, NULL, &s->mf, &s->err))) return rc;
     if (upto < UPTO_CHETAEV) return 0;
     return ch_chetaev_derive(s->ctx, &s->mf, &s->C, &s->err);
 }
@@ -260,7 +260,7 @@ static void test_multiplier_names(void)
     CHECK(ch_model_parse(ctx, "c.nh", text, strlen(text), &m, &err) == 0);
     CHECK(ch_lagrange_derive(ctx, m, &L, &err) == 0);
     ch_symbol(ctx, "lambda_1", CH_SYM_PARAM, NULL, 0, -1);
-    CHECK(ch_manifold_init(ctx, m, &L, &mf, &err) == CH_ERR_MODEL);
+    CHECK(ch_manifold_init(ctx, m, &L, NULL, &mf, &err) == CH_ERR_MODEL);
     CHECK_STR(err.msg, "the name lambda_1 is reserved for multipliers");
     ch_ctx_free(ctx);
 }

@@ -50,7 +50,7 @@ static int sys_open(sys *s, const char *name, const char *text)
         rc = ch_model_load(s->ctx, path, &s->m, &err);
     }
     if (!rc) rc = ch_lagrange_derive(s->ctx, s->m, &s->L, &err);
-    if (!rc) rc = ch_manifold_init(s->ctx, s->m, &s->L, &s->mf, &err);
+    if (!rc) rc = ch_manifold_init(s->ctx, s->m, &s->L, NULL, &s->mf, &err);
     if (!rc) rc = ch_reduce_derive(s->ctx, &s->mf, &s->r, &err);
     CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
     return rc;

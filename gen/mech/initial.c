@@ -247,72 +247,16 @@ static int fix_positions(ini *I, ch_error *err)
 
 /* ---- velocities ----------------------------------------------------------- */
 
-/* Damped Newton on phi(0, q, v_dep) = 0 from v (changed in place); 0, or
- * 1 when the dependent block is singular or Newton fails. */
-static int solve_dependent(ini *I, double *v)
-{
-    const ch_model *m = I->m;
-    const ch_manifold *mf = I->mf;
-    size_t k = mf->k, n = m->n;
-    const ch_expr **ex = ch_ctx_alloc(I->ctx, (k + k * k) * sizeof *ex);
-    double *val = ch_ctx_alloc(I->ctx, (2 * (k + k * k) + 2 * k) * sizeof *val);
-    if (!ex || !val) return 1;
-    double *A = val + k + k * k, *d = A + k * k + k, *s = d + k;
-    for (size_t a = 0; a < k; a++) {
-        ex[a] = I->L->phi[a];
-        for (size_t b = 0; b < k; b++) {
-            const ch_expr *e = I->L->G[a * n + (size_t)mf->dep[b]];
-            ex[k + a * k + b] = e ? e : ch_zero(I->ctx);
-        }
-    }
-    for (int it = 0; it < 100; it++) {
-        eval_at(I, k + k * k, ex, I->out->q, v, val);
-        double r0 = 0.0, r1 = 0.0, lam, step = 0.0, size = 1.0;
-        for (size_t a = 0; a < k; a++) r0 += fabs(val[a]);
-        if (!isfinite(r0)) return 1;
-        if (r0 == 0.0) return 0;
-        memcpy(d, val, k * sizeof *d);
-        memcpy(A, val + k, k * k * sizeof *A);
-        if (ch_dense_solve(k, A, d, 1e-13)) return 1;
-        for (size_t b = 0; b < k; b++) s[b] = v[mf->dep[b]];
-        for (lam = 1.0;; lam *= 0.5) {
-            for (size_t b = 0; b < k; b++) v[mf->dep[b]] = s[b] - lam * d[b];
-            eval_at(I, k, ex, I->out->q, v, A);
-            r1 = 0.0;
-            for (size_t a = 0; a < k; a++) r1 += fabs(A[a]);
-            if (r1 <= (1.0 - 1e-4 * lam) * r0) break;
-            if (lam < 1e-12) {
-                for (size_t b = 0; b < k; b++) {
-                    v[mf->dep[b]] = s[b];
-                    size += fabs(s[b]);
-                }
-                return r0 <= 1e-12 * size ? 0 : 1;
-            }
-        }
-        for (size_t b = 0; b < k; b++) {
-            step += fabs(lam * d[b]);
-            size += fabs(v[mf->dep[b]]);
-        }
-        if (step <= 1e-13 * size) return 0;
-    }
-    return 1;
-}
-
+/* The dependent velocities of mf->v0 (solved at the corrected
+ * coordinates by ch_manifold_init), with a warning for each given value
+ * they replace. */
 static int fix_velocities(ini *I, ch_error *err)
 {
     const ch_model *m = I->m;
     ch_initial *o = I->out;
-    size_t k = I->mf->k, n = m->n;
-    if (k == 0) {
-        o->velocities_solved = 1;
-        return 0;
-    }
-    double *v = ch_ctx_alloc(I->ctx, n * sizeof *v);
-    if (!v) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-    memcpy(v, o->qt, n * sizeof *v);
-    if (solve_dependent(I, v)) return 0; /* reported by the run, where it is used */
-    o->velocities_solved = 1;
-    for (size_t b = 0; b < k; b++) {
+    const double *v = I->mf->v0;
+    if (!v) return 0; /* no root near the given values: left as given */
+    for (size_t b = 0; b < I->mf->k; b++) {
         size_t j = (size_t)I->mf->dep[b];
         double given = o->qt[j];
         if (m->qt0_given[j] && fabs(v[j] - given) > CH_INITIAL_VTOL * fmax(1.0, fabs(given))) {
@@ -323,17 +267,18 @@ static int fix_velocities(ini *I, ch_error *err)
                 return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
         }
     }
-    memcpy(o->qt, v, n * sizeof *v);
+    memcpy(o->qt, v, m->n * sizeof *v);
     return 0;
 }
 
-int ch_initial_derive(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                      const ch_manifold *mf, ch_initial *out, ch_error *err)
+int ch_initial_positions(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                         ch_initial *out, ch_error *err)
 {
     size_t n = m->n;
     memset(out, 0, sizeof *out);
-    ini I = {ctx, m, L, mf, out, NULL, 2 * n + m->k + 1};
+    ini I = {ctx, m, L, NULL, out, NULL, 2 * n + m->k + 1};
     out->n = n;
+    out->maxwarn = I.maxwarn;
     out->q = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out->q);
     out->qt = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out->qt);
     out->hol = ch_ctx_alloc(ctx, (m->k ? m->k : 1) * sizeof *out->hol);
@@ -345,7 +290,12 @@ int ch_initial_derive(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
     memcpy(out->qt, m->qt0, n * sizeof *out->qt);
     for (size_t nu = 0; nu < m->k; nu++)
         if (m->holonomic[nu]) out->hol[out->nhol++] = (int)nu;
-    int rc = out->nhol ? fix_positions(&I, err) : 0;
-    if (!rc) rc = fix_velocities(&I, err);
-    return rc;
+    return out->nhol ? fix_positions(&I, err) : 0;
+}
+
+int ch_initial_velocities(ch_ctx *ctx, const ch_model *m, const ch_manifold *mf,
+                          ch_initial *out, ch_error *err)
+{
+    ini I = {ctx, m, mf->lag, mf, out, NULL, out->maxwarn};
+    return fix_velocities(&I, err);
 }

@@ -16,15 +16,18 @@
  * no convergence) the model is refused (CH_ERR_MODEL at `initial`), or,
  * when it has no `initial` statement, warned about and left as it is.
  *
- * Velocities: the dependent velocities (the derivation's split) solve
- * the velocity-level constraints phi(0, q, q') = 0 at the corrected
- * coordinates by damped Newton on the dependent block of G, from the
- * values of `initial` (0 where not given), the independent velocities as
- * given. A dependent velocity given in `initial` that differs from its
- * recomputed value by more than CH_INITIAL_VTOL max(1, |given|) gets a
- * warning. Where the block is singular at the initial state (or Newton
- * fails) the velocities are left as given: the emitted code reports that
- * state as singular when it is used. */
+ * The corrected coordinates are the initial state of every later
+ * decision (ch_manifold_init's choice of dependent velocities, its v0,
+ * the pivots and branches of the symbolic solves): the positions come
+ * first, the velocities after the manifold.
+ *
+ * Velocities: the dependent velocities are those ch_manifold_init solved
+ * at the corrected coordinates (mf->v0: damped Newton from the values of
+ * `initial`, 0 where not given, then from shifted starts), the
+ * independent ones as given. A dependent velocity given in `initial`
+ * that differs from its recomputed value by more than CH_INITIAL_VTOL
+ * max(1, |given|) gets a warning. Where no root was found (mf->v0 NULL)
+ * the velocities are left as given. */
 #ifndef CH_MECH_INITIAL_H
 #define CH_MECH_INITIAL_H
 
@@ -36,17 +39,21 @@
 typedef struct ch_initial {
     size_t n;
     double *q, *qt;       /* n each: the consistent state (arena) */
-    int velocities_solved;/* 1: qt's dependent entries solve the constraints */
     size_t nhol;          /* holonomic constraints */
     int *hol;             /* nhol constraint indices (0-based) */
-    size_t nwarn;
+    size_t nwarn, maxwarn;
     const char **warn;    /* "FILE:LINE:COL: warning: MSG" at `initial` (arena) */
 } ch_initial;
 
-/* Fills out as above. Returns 0 (warnings in out), or nonzero with err
- * filled: CH_ERR_MODEL at m->initial_pos when the holonomic constraints
- * cannot be satisfied by moving coordinates, CH_ERR_MEMORY. */
-int ch_initial_derive(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                      const ch_manifold *mf, ch_initial *out, ch_error *err);
+/* Fills out with the corrected coordinates (qt: the given velocities).
+ * Returns 0 (warnings in out), or nonzero with err filled: CH_ERR_MODEL
+ * at m->initial_pos when the holonomic constraints cannot be satisfied
+ * by moving coordinates, CH_ERR_MEMORY. */
+int ch_initial_positions(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                         ch_initial *out, ch_error *err);
+
+/* Then, with the manifold initialised at out->q, the velocities. */
+int ch_initial_velocities(ch_ctx *ctx, const ch_model *m, const ch_manifold *mf,
+                          ch_initial *out, ch_error *err);
 
 #endif

@@ -304,12 +304,13 @@ static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
                          ch_error *err);
 
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                     ch_manifold *out, ch_error *err)
+                     const double *q0, ch_manifold *out, ch_error *err)
 {
     ch_manifold mf;
     memset(&mf, 0, sizeof mf);
     mf.ctx = ctx;
     mf.model = m;
+    mf.q0 = q0 ? q0 : m->q0;
     mf.lag = L;
     mf.n = m->n;
     mf.k = m->k;
@@ -526,7 +527,7 @@ static double dphi_norm(dsolver *s)
 
 /* Damped Newton in double from the current values of the dependent
  * velocities; 0 when the Newton correction became negligible. */
-static int newton_d(dsolver *s)
+static int newton_d(dsolver *s, int polish)
 {
     size_t k = s->k;
     const ch_manifold *mf = s->mf;
@@ -544,7 +545,17 @@ static int newton_d(dsolver *s)
             return -1;
         for (size_t a = 0; a < k; a++)
             if (fabs(s->step[a]) > dmax) dmax = fabs(s->step[a]);
-        if (dmax <= 1e-12 * (1 + vmax)) return 0;
+        if (dmax <= 1e-12 * (1 + vmax)) {
+            /* polish: the last (quadratically small) step too, where it
+             * does not increase |phi| (a value printed to the user) */
+            for (size_t a = 0; polish && a < k; a++) {
+                s->trial[a] = s->d[s->sid[a]];
+                s->d[s->sid[a]] -= s->step[a];
+            }
+            if (polish && !(dphi_norm(s) <= f0))
+                for (size_t a = 0; a < k; a++) s->d[s->sid[a]] = s->trial[a];
+            return 0;
+        }
         /* backtracking: accept the first step that decreases |phi| */
         for (size_t a = 0; a < k; a++) s->trial[a] = s->d[s->sid[a]];
         double lam = 1;
@@ -873,7 +884,7 @@ static int solve_d(dsolver *s, flint_rand_t rnd, arb_struct *sv)
         if (start)
             for (size_t a = 0; a < s->k; a++)
                 s->d[s->sid[a]] = draw(rnd, 0.3, 1.5, 1) * (double)(1 << (start - 1));
-        ok = newton_d(s) == 0;
+        ok = newton_d(s, 0) == 0;
     }
     if (!ok) return -1;
     for (size_t a = 0; a < s->k; a++)
@@ -1104,7 +1115,7 @@ double *ch_manifold_initial_point(const ch_manifold *mf)
     ch_eval_generic_point(mf->ctx, 0x3C6EF372FE94F82BULL, 1, v);
     v[ch_sym_of(m->t)->sid] = 0;
     for (size_t i = 0; i < m->n; i++) {
-        v[ch_sym_of(m->q[i])->sid] = m->q0[i];
+        v[ch_sym_of(m->q[i])->sid] = mf->q0[i];
         v[ch_sym_of(m->qt[i])->sid] = mf->v0[i];
     }
     for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
@@ -1142,7 +1153,7 @@ static int initial_velocities(const ch_manifold *mf, double *v0)
             double g = m->qt0[mf->dep[a]];
             s.d[s.sid[a]] = g + shift[st] * (1 + fabs(g));
         }
-        if (newton_d(&s)) continue;
+        if (newton_d(&s, 1)) continue;
         for (size_t a = 0; a < k; a++) v0[mf->dep[a]] = s.d[s.sid[a]];
         rc = 0;
     }

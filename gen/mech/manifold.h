@@ -44,6 +44,7 @@ typedef struct ch_manifold {
      * regular, so the sign stays: a root with the other sign is on
      * another branch (y' < 0 of x'^2 + y'^2 = v0^2 started at y' > 0). */
     int dep_sign;
+    const double *q0; /* n: the initial coordinates of those decisions */
 } ch_manifold;
 
 /* Takes the `dependent` statement (checking that its block of G is not
@@ -60,12 +61,14 @@ typedef struct ch_manifold {
  * When no choice is regular there (G itself has rank < k at the initial
  * state, e.g. at rest on the cone x' z' = y'^2) nothing is checked: a
  * run from there fails at t = 0 in every chart. Creates the multiplier symbols. k = 0 is fine
- * (no dependent velocities). */
+ * (no dependent velocities). q0 (n values, kept by pointer) are the
+ * initial coordinates, the model's restored onto its holonomic
+ * constraints (ch_initial_positions); NULL: the model's as written. */
 int ch_manifold_init(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                     ch_manifold *out, ch_error *err);
+                     const double *q0, ch_manifold *out, ch_error *err);
 
 /* The initial state as a point for numerical decisions: ch_ctx_nsyms
- * values, t = 0, the `initial` coordinates, the velocities mf->v0, the
+ * values, t = 0, the coordinates mf->q0, the velocities mf->v0, the
  * parameters' defaults, every other symbol (multipliers, accelerations,
  * momenta) at a fixed generic point. malloc'd (the caller frees it); NULL
  * when mf->v0 is NULL or out of memory. */
