@@ -25,7 +25,7 @@ CC=${CC:-clang}
 # ---- build ---------------------------------------------------------------
 # The library sources as meson.build lists them, with the templates and
 # runtime embedded by tools/embed.c, linked against FLINT, arb and libtcc.
-libs="-lflint -lgmp -lmpfr -lm -ltcc -ldl"
+libs="-lflint -lgmp -lmpfr -lm -ltcc -ldl -lsundials_cvode -lsundials_nvecserial -lsundials_sunmatrixdense -lsundials_sunlinsoldense"
 if [ -f /usr/include/arb.h ] && [ ! -f /usr/include/flint/arb.h ]; then
     libs="-lflint-arb $libs"
 fi
