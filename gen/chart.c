@@ -306,6 +306,23 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
                  was, now, qn, need);
         return 1;
     }
+    /* The new chart was derived at t = 0 and the default parameters (its
+     * branches and pivots decided there): it must give back the motion's
+     * velocities, or it is on another branch. */
+    double *v = malloc((n ? n : 1) * sizeof *v), dv = 0, vmax = 0;
+    int back = v && ns->velocities(t, c->xn, p, v) == 0;
+    for (size_t i = 0; back && i < n; i++) {
+        dv = fmax(dv, fabs(v[i] - c->qt[i]));
+        vmax = fmax(vmax, fabs(c->qt[i]));
+    }
+    free(v);
+    if (!back || !(dv <= 1e-9 * (1 + vmax))) {
+        snprintf(note, notelen, "the block G_d of the dependent velocities %s is singular "
+                 "and the chart with %s does not give back the velocities of the motion "
+                 "(another branch of the constraints%s)", was, now,
+                 back ? "" : ", or singular there");
+        return 1;
+    }
     memcpy(x, c->xn, (size_t)ns->nx * sizeof *x);
     *s = ns;
     snprintf(note, notelen, "t = %.6g: dependent velocities %s (were %s)", t, now, was);
