@@ -193,7 +193,11 @@ static int transport(const chrt_system *s, const ch_loop_options *o,
     ro.max_steps = 1e8;
     char msg[400];
     double t;
-    int rc = chrt_integrate(&s, &ro, 0, x, p, NULL, NULL, &t, msg, sizeof msg);
+    /* the flow map over [0, t1]: a model's events (a stop) do not end it */
+    chrt_system flow = *s;
+    const chrt_system *fs = &flow;
+    flow.nev = 0;
+    int rc = chrt_integrate(&fs, &ro, 0, x, p, NULL, NULL, &t, msg, sizeof msg);
     if (rc == CHRT_EXIT_NUMERIC)
         return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0, "loop point %zu: %s",
                             point, msg);

@@ -183,6 +183,7 @@ struct loop {
     double t0, t, tn, h;  /* h: the next adaptive step */
     int last;             /* the step just taken ends at t1 */
     int stopped;          /* a stop event ended the run at L->t */
+    int ext_started;      /* the external stepper ran (its counts are ours) */
     double *x, *xn, *f, *fn, *y, *row;
     double *ga, *gb, *gc; /* event values at the step's ends, at a probe */
     chrt_stepper fixed;
@@ -376,12 +377,12 @@ static int settle(loop *L)
  * error estimate). At the rate the quality fell over the last step, the
  * step may take it at most halfway down to chart_min/2; near the window
  * the steps shrink geometrically and one ends inside it. */
-static void chart_cap(loop *L)
+static double chart_cap(const loop *L)
 {
     double c = L->o->chart_min;
-    if (!(L->cq_rate > 0 && c > 0)) return;
+    if (!(L->cq_rate > 0 && c > 0)) return 0;
     double cap = 0.5 * (L->cq - 0.5 * c) / L->cq_rate;
-    if (cap > 0 && L->h > cap) L->h = cap;
+    return cap > 0 ? cap : 0;
 }
 
 static const char *attempt_failure(int rc)
@@ -422,7 +423,8 @@ static int advance_rk(loop *L)
                     "steps (--max-steps) before t1 = %g: a stiff model or "
                     "too tight a tolerance", t, step_no(L) + 1, o->max_steps, t1);
     if (o->dt_max > 0 && L->h > o->dt_max) L->h = o->dt_max;
-    chart_cap(L);
+    double cap = chart_cap(L);
+    if (cap > 0 && L->h > cap) L->h = cap;
     if (L->h < min_step) L->h = min_step;
     for (;;) {
         if (L->h < min_step)
@@ -523,6 +525,7 @@ static int start_ext(loop *L)
     char why[400];
     if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, why, sizeof why))
         return ext_fail(L, L->t, why);
+    L->ext_started = 1;
     return CHRT_OK;
 }
 
@@ -535,7 +538,8 @@ static int advance_ext(loop *L)
                     "numerical failure at t = %.17g (step %ld): more than %g "
                     "steps (--max-steps) before t1 = %g", L->t, step_no(L) + 1,
                     L->o->max_steps, L->o->t1);
-    if (e->advance(e->ctx, &L->tn, L->xn, why, sizeof why)) return ext_fail(L, L->t, why);
+    if (e->advance(e->ctx, chart_cap(L), &L->tn, L->xn, why, sizeof why))
+        return ext_fail(L, L->t, why);
     L->last = L->tn >= L->o->t1;
     return CHRT_OK;
 }
@@ -619,7 +623,9 @@ static int first_event(loop *L, double ta, int *j, double *tev)
         if (!crosses(L->ga[i], L->gb[i])) continue;
         int rc = event_root(L, i, ta, L->ga[i], L->tn, L->gb[i], &r);
         if (rc) return rc;
-        if (*j < 0 || r < *tev) *j = i, *tev = r;
+        /* on a tie a stop event first: the run ends where both happen */
+        if (*j < 0 || r < *tev || (r == *tev && L->s->event_stop[i] && !L->s->event_stop[*j]))
+            *j = i, *tev = r;
     }
     return CHRT_OK;
 }
@@ -659,8 +665,9 @@ static int grid_rows(loop *L, long *kout, long nout, double t, int inclusive)
 
 /* The events of the step just taken, in time order: rows of the grid
  * before each, the event's row (the state by dense output) and note. A
- * stop event ends the run there. An event exactly at the step's end gets
- * the row of that time (*row_due). */
+ * stop event inside the step ends the run there (L->stopped). An event
+ * exactly at the step's end gets the row of that time: *row_due 1, or 2
+ * when it is a stop event (the run ends after that row). */
 static int step_events(loop *L, long *kout, long nout, int *row_due)
 {
     const chrt_system *s = L->s;
@@ -673,8 +680,7 @@ static int step_events(loop *L, long *kout, long nout, int *row_due)
         if (j < 0) break;
         if (tev >= L->tn) { /* at the step's end: the step's own row */
             event_note(L, j, L->tn);
-            *row_due = 1;
-            if (s->event_stop[j]) L->stopped = 1;
+            if (*row_due < 2) *row_due = s->event_stop[j] ? 2 : 1;
             L->ga[j] = L->gb[j];
             ta = L->tn;
             continue;
@@ -683,6 +689,7 @@ static int step_events(loop *L, long *kout, long nout, int *row_due)
         if ((rc = L->ops->dense_at(L, tev)) || (rc = events_at(L, tev, L->y, L->ga)))
             return rc;
         if ((rc = row_at(L, tev, L->y))) return rc;
+        for (; nout && *kout <= nout && grid_time(L, *kout, nout) == tev; ++*kout) {}
         event_note(L, j, tev);
         if (s->event_stop[j]) {
             memcpy(L->x, L->y, (size_t)s->nx * sizeof *L->x);
@@ -716,7 +723,7 @@ static int run(loop *L)
         L->st.accepted++;
         if (L->last) L->tn = o->t1;
         if ((rc = step_events(L, &kout, nout, &event_row))) return rc;
-        if (L->stopped && L->t < L->tn) return CHRT_OK; /* ended inside the step */
+        if (L->stopped) return CHRT_OK; /* ended inside the step */
         /* Rows of the output grid inside the step, by dense output. */
         if ((rc = grid_rows(L, &kout, nout, L->tn, 0))) return rc;
         double *tmp = L->x;
@@ -728,7 +735,10 @@ static int run(loop *L)
         if ((rc = settle(L))) return rc;
         if ((due || event_row) && (rc = row_at(L, L->t, L->x))) return rc;
         if (due && nout) kout++;
-        if (L->stopped) return CHRT_OK;
+        if (event_row == 2) { /* a stop event at the step's end */
+            L->stopped = 1;
+            return CHRT_OK;
+        }
         /* the values at the new start (a projection or re-chart moved it) */
         if (L->s->nev > 0 && (rc = events_at(L, L->t, L->x, L->ga))) return rc;
     }
@@ -764,7 +774,7 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
         L.xn = L.x;
     }
     L.st.rhs_calls += L.rk.nfev;
-    if (L.ops == &ext_ops && o->ext->counts) {
+    if (L.ext_started && o->ext->counts) {
         long rej = 0, calls = 0;
         o->ext->counts(o->ext->ctx, &rej, &calls);
         L.st.rejected += rej, L.st.rhs_calls += calls;
@@ -1177,7 +1187,7 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
         int m = chrt_method_parse(v);
         if (m < 0)
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                        "unknown method '%s' (dop853, rk45, euler, midpoint, rk4)", v);
+                        "unknown method '%s' (dop853, rk45, cvode, euler, midpoint, rk4)", v);
         a->opt.method = (chrt_method)m;
         return CHRT_OK;
     }

@@ -72,8 +72,11 @@ typedef struct {
     int (*start)(void *ctx, const chrt_system *s, const chrt_options *o,
                  double t0, const double *x, const double *p, char *err,
                  size_t errlen);
-    /* One accepted step: its end time and state. */
-    int (*advance)(void *ctx, double *tn, double *xn, char *err, size_t errlen);
+    /* One accepted step, at most hmax long (0: no bound beyond the
+     * options' dt_max; the loop's cap where a chart degrades): its end
+     * time and state. */
+    int (*advance)(void *ctx, double hmax, double *tn, double *xn, char *err,
+                   size_t errlen);
     /* The state at t inside the last step (dense output). */
     int (*dense_at)(void *ctx, double t, double *x, char *err, size_t errlen);
     /* The state at t changed (projection, re-chart: s may be another). */
@@ -132,7 +135,7 @@ int chrt_options_check(const chrt_options *o, double t0, char *errbuf,
  * used (dop853), 1 after each projection or re-chart. */
 typedef struct {
     long accepted, rejected, rhs_calls, recharts;
-    long events; /* event rows written */
+    long events; /* events located (notes written) */
 } chrt_stats;
 
 /* Where the rows go. row gets t, the nq coordinates, all nq velocities,
@@ -148,7 +151,8 @@ typedef struct {
 
 /* THE integration loop: from (t0, x) to o->t1 with parameters p, rows to
  * sink (NULL: none). *s may be replaced by o->rechart. On return
- * x holds the last accepted state and *t its time (t1 on success).
+ * x holds the last accepted state and *t its time (t1 on success, the
+ * event's time after a stop event).
  * Returns CHRT_OK; CHRT_EXIT_USAGE for invalid options; CHRT_EXIT_NUMERIC
  * when the run cannot go on (errbuf: "numerical failure at t = T ...:
  * reason"; the rows before stay written); CHRT_EXIT_IO when the sink

@@ -80,7 +80,19 @@ def check_throw(s, exe, tmp):
     s.check(rc == 0 and len(t) == len(want)
             and all(abs(a - b) < 1e-12 for a, b in zip(t, sorted(want))),
             "throw: --dt-out rows and event rows in time order", "%r" % t)
-    # Bad use: cvode is not linked into driver programs.
+    # A stop event exactly at a step's end (t = 50 * 0.01) and at a grid
+    # time: its row once, last, at 0.5.
+    half = os.path.join(tmp, "half.nh")
+    with open(half, "w") as f:
+        f.write("coordinates y\nlagrangian y'^2/2\nevent half = t - 0.5 stop\ninitial y'=1\n")
+    for args in (["--method", "rk4", "--dt", "0.01", "--every", "10"],
+                 ["--method", "rk4", "--dt", "0.01", "--every", "7"], ["--dt-out", "0.25"]):
+        rc, out, err = call([exe, "run", half, "--t1", "1"] + args)
+        h, rows = parse_csv(out)
+        t = col(h, rows, "t")
+        s.check(rc == 0 and t[-1] == 0.5 and t.count(0.5) == 1 and len(notes(err)) == 1
+                and all(b > a for a, b in zip(t, t[1:])),
+                "stop event at a step's end %s" % " ".join(args), "rc %d t %r" % (rc, t))
     return model
 
 
