@@ -191,14 +191,20 @@ static int ext_start(void *ctx, const chrt_system *s, const chrt_options *o,
     ch_cvode_free(e->c);
     e->c = ch_cvode_new(s->nx, s->rhs, p, t0, x, &co, &er);
     e->t = t0;
+    e->hmax = e->hcur = o->dt_max;
     return e->c ? 0 : ext_err(&er, err, len);
 }
 
-static int ext_advance(void *ctx, double *tn, double *xn, char *err, size_t len)
+static int ext_advance(void *ctx, double hmax, double *tn, double *xn, char *err,
+                       size_t len)
 {
     ch_cvode_ext *e = ctx;
     ch_error er;
     ch_error_clear(&er);
+    /* the loop's bound for this step, or the options' (<= 0: none) */
+    double h = hmax > 0 && (e->hmax <= 0 || hmax < e->hmax) ? hmax : e->hmax;
+    if (h != e->hcur && CVodeSetMaxStep(e->c->mem, h > 0 ? h : 0) == CV_SUCCESS)
+        e->hcur = h;
     if (ch_cvode_step(e->c, &e->t, xn, &er)) return ext_err(&er, err, len);
     *tn = e->t;
     return 0;
@@ -233,7 +239,7 @@ static void ext_counts(void *ctx, long *rejected, long *rhs_calls)
 void ch_cvode_ext_init(ch_cvode_ext *e)
 {
     e->c = NULL;
-    e->t = 0;
+    e->t = e->hmax = e->hcur = 0;
     e->ops = (chrt_ext_stepper){e, ext_start, ext_advance, ext_dense, ext_restart,
                                 ext_counts};
 }

@@ -49,8 +49,8 @@ int ch_cvode_step(ch_cvode *c, double *t, double *x, ch_error *err);
 /* The state at t inside the last step (dense output) into x. */
 int ch_cvode_dense(ch_cvode *c, double t, double *x, ch_error *err);
 
-/* Restarts at (t, x) with right-hand side f (a new chart, an event that
- * changed the state): order 1, history discarded. */
+/* Restarts at (t, x) with right-hand side f (a projection, a new chart):
+ * order 1, history discarded. */
 int ch_cvode_restart(ch_cvode *c, ch_cvode_rhs f, double t, const double *x,
                      ch_error *err);
 
@@ -69,6 +69,7 @@ typedef struct {
     chrt_ext_stepper ops;
     ch_cvode *c;
     double t;
+    double hmax, hcur; /* the options' largest step, the one set (0: none) */
 } ch_cvode_ext;
 
 void ch_cvode_ext_init(ch_cvode_ext *e);

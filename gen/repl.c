@@ -20,6 +20,7 @@
 
 #include "chart.h"
 #include "compile.h"
+#include "cvode.h"
 #include "derive.h"
 #include "driver.h"
 #include "emit_c.h"
@@ -310,6 +311,9 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
         return 0;
     }
     if (charts) o.rechart = ch_charts_rechart, o.rechart_ctx = charts;
+    ch_cvode_ext cv; /* method cvode */
+    ch_cvode_ext_init(&cv);
+    o.ext = &cv.ops;
     if (chrt_method_adaptive(o.method)) {
         o.dt_out = T / ROWS;
     } else {
@@ -326,6 +330,7 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     *failed = rc != 0;
     if (rc) complain(r, "%s", msg);
     r->last = st;
+    ch_cvode_ext_free(&cv);
     ch_charts_free(charts);
     return st.accepted;
 }
@@ -496,7 +501,7 @@ static int cmd_form(repl *r, int argc, char **argv)
 static int cmd_method(repl *r, int argc, char **argv)
 {
     int m = argc == 1 ? chrt_method_parse(argv[0]) : argc == 0 ? (int)r->method : -1;
-    if (m < 0) return complain(r, "usage: method dop853|rk45|euler|midpoint|rk4");
+    if (m < 0) return complain(r, "usage: method dop853|rk45|cvode|euler|midpoint|rk4");
     r->method = (chrt_method)m;
     if (argc == 0) say(r, "%s\n", chrt_method_name(r->method));
     return 0;

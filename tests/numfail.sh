@@ -201,7 +201,7 @@ usage "--dt-max needs an adaptive method" --dt-max 0.1 --method euler
 usage "--dt-out and --every exclude each other" --dt-out 0.1 --every 2
 usage "--max-steps: '0' is not a positive integer" --max-steps 0
 usage "--max-steps: '1.5' is not a positive integer" --max-steps 1.5
-usage "unknown method 'rk5' \(dop853, rk45, euler, midpoint, rk4\)" --method rk5
+usage "unknown method 'rk5' \(dop853, rk45, cvode, euler, midpoint, rk4\)" --method rk5
 # Accepted spellings of numbers.
 for v in 1 -2.5 .5 5. 1e-3 2E+1 +3; do
     "$bin" run "$src/examples/knife_edge.nh" --set "m=$v" --t1 0.002 >/dev/null 2>"$tmp/err" \

@@ -483,7 +483,7 @@ static void test_options(void)
     CHECK_STR(msg, "--every: '0' is not a positive integer");
     const char *a7[] = {"--method", "rk5"};
     CHECK(parse(2, a7, msg, sizeof msg) == CHRT_EXIT_USAGE);
-    CHECK_STR(msg, "unknown method 'rk5' (dop853, rk45, euler, midpoint, rk4)");
+    CHECK_STR(msg, "unknown method 'rk5' (dop853, rk45, cvode, euler, midpoint, rk4)");
     const char *a8[] = {"--t1"};
     CHECK(parse(1, a8, msg, sizeof msg) == CHRT_EXIT_USAGE);
     CHECK_STR(msg, "--t1 needs a value");
