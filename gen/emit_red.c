@@ -15,6 +15,7 @@ typedef struct {
     ch_opcount *ops;
     size_t n, k, m, w;        /* w = m + 1: columns of X */
     unsigned char *xnz;       /* k*w: X entry may be nonzero */
+    unsigned char *xread;     /* k*w: X entry read by a later statement */
     unsigned char *mbnz;      /* n*m: MB = M B entry may be nonzero */
     unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
     const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
@@ -51,6 +52,7 @@ static const char *val(const gen *g, size_t off) { return g->in->val[off]; }
 typedef char name[48];
 static const char *xname(const gen *g, name out, size_t i)
 {
+    if (g->xread) g->xread[i] = 1;
     snprintf(out, sizeof(name), g->xfmt, i);
     return out;
 }
@@ -424,18 +426,23 @@ static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *
     g->ops = ops;
     g->b = body;
     g->xnz = calloc(g->k * g->w + 1, 1);
+    g->xread = calloc(g->k * g->w + 1, 1);
     g->mbnz = calloc(g->n * g->m + 1, 1);
     g->anz = calloc(g->m * g->m + 1, 1);
     g->is_dep = calloc(g->n + 1, 1);
     int *prow = calloc(g->k + 1, sizeof *prow), *pcol = calloc(g->k + 1, sizeof *pcol);
     int rc = -1;
-    if (g->xnz && g->mbnz && g->anz && g->is_dep && prow && pcol) {
+    if (g->xnz && g->xread && g->mbnz && g->anz && g->is_dep && prow && pcol) {
         for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->dep[nu]] = 1;
         *triangular = tri_order(g, prow, pcol);
         if (*triangular) solve_triangular(g, prow, pcol);
         else solve_dense(g);
         products(g);
         reduce(g);
+        /* an X of the triangular solve that no product reads (its M
+         * entries are 0) is an unused variable to the compiler */
+        for (size_t i = 0; *triangular && i < g->k * g->w; i++)
+            if (g->xnz[i] && !g->xread[i]) ch_buf_printf(body, "    (void)X%zu;\n", i);
         rc = body->oom ? -1 : 0;
     }
     free(prow);
@@ -446,6 +453,7 @@ static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *
 static void gen_free(gen *g)
 {
     free(g->xnz);
+    free(g->xread);
     free(g->mbnz);
     free(g->anz);
     free(g->is_dep);
