@@ -57,6 +57,10 @@ struct ch_system {
     double *x, *p;      /* nx, np */
     double *q, *qt;     /* nq each: scratch for state_from */
     double *scratch;    /* nx: a state under construction */
+    /* 2*nq: the velocities at x where known (vs[0] NaN: not), the start
+     * of the Newton iterations of the system's functions (chrt_system's
+     * vs; carried by chrt_integrate), then scratch */
+    double *vs;
     double rtol, atol, dt_max, max_steps; /* of ch_system_integrate */
     ch_stats stats;     /* of the last ch_system_integrate */
     ch_cvode_ext cv;    /* the stepper of method "cvode" */
@@ -214,16 +218,18 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     s->q = calloc(nq, sizeof *s->q);
     s->qt = calloc(nq, sizeof *s->qt);
     s->scratch = calloc(nx, sizeof *s->scratch);
+    s->vs = calloc(2 * nq, sizeof *s->vs);
     chrt_options o;
     chrt_options_default(&o);
     s->rtol = o.rtol, s->atol = o.atol, s->dt_max = o.dt_max, s->max_steps = o.max_steps;
-    if (!s->x || !s->p || !s->q || !s->qt || !s->scratch || !s->file || !s->text) {
+    if (!s->x || !s->p || !s->q || !s->qt || !s->scratch || !s->vs || !s->file || !s->text) {
         ch_system_free(s);
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         return NULL;
     }
     if (sys->np) memcpy(s->p, sys->param_defaults, (size_t)sys->np * sizeof *s->p);
     sys->initial(s->x);
+    s->vs[0] = NAN;
     return s;
 }
 
@@ -241,6 +247,7 @@ void ch_system_free(ch_system *s)
     free(s->q);
     free(s->qt);
     free(s->scratch);
+    free(s->vs);
     free(s);
 }
 
@@ -281,8 +288,8 @@ int ch_system_param_index(const ch_system *s, const char *name)
     return s->sys->np ? find(s->sys->param_names, s->sys->np, name) : -1;
 }
 
-ch_rhs_fn ch_system_rhs(const ch_system *s) { return s->sys->rhs; }
-ch_energy_fn ch_system_energy_fn(const ch_system *s) { return s->sys->energy; }
+ch_rhs_fn ch_system_rhs(const ch_system *s) { return ch_compiled_of(s->sys)->rhs; }
+ch_energy_fn ch_system_energy_fn(const ch_system *s) { return ch_compiled_of(s->sys)->energy; }
 
 /* ---- parameters ------------------------------------------------------------------ */
 
@@ -302,6 +309,24 @@ int ch_system_set_param(ch_system *s, const char *name, double value,
 double ch_system_time(const ch_system *s) { return s->t; }
 const double *ch_system_state(const ch_system *s) { return s->x; }
 
+/* Newton's start at the current state (NULL: the model's initial). */
+static const double *vstart(const ch_system *s)
+{
+    return isnan(s->vs[0]) ? NULL : s->vs;
+}
+
+/* The state changed: its velocities, from start, become Newton's start
+ * (unknown where they cannot be computed). */
+static void track(ch_system *s, const double *start)
+{
+    int nq = s->sys->nq;
+    double *v = s->vs + nq;
+    int ok = s->sys->velocities(s->t, s->x, s->p, start, v) == 0;
+    for (int i = 0; ok && i < nq; i++) ok = isfinite(v[i]);
+    if (ok) memcpy(s->vs, v, (size_t)nq * sizeof *v);
+    else s->vs[0] = NAN;
+}
+
 /* x from s->q, s->qt at time t under the current parameters. */
 static int state_from(ch_system *s, double t, double *x, ch_err *err)
 {
@@ -320,15 +345,18 @@ int ch_system_reset(ch_system *s, ch_err *err)
     memcpy(s->chart, s->chart0, sizeof s->chart);
     sys->initial(s->x);
     s->t = 0;
+    s->vs[0] = NAN;
     if (sys->np == 0 || !memcmp(s->p, sys->param_defaults, (size_t)sys->np * sizeof *s->p))
         return 0;
     /* The model's coordinates and velocities as initial() saw them (with
      * the defaults), mapped to the form's state under the current ones. */
     memcpy(s->q, s->x, (size_t)sys->nq * sizeof *s->q);
-    if (sys->velocities(0, s->x, sys->param_defaults, s->qt))
+    if (sys->velocities(0, s->x, sys->param_defaults, NULL, s->qt))
         return fail(err, CH_E_NUMERIC, "%s",
                     "the velocities of the model's initial state are singular");
-    return state_from(s, 0, s->x, err);
+    if (state_from(s, 0, s->x, err)) return CH_E_NUMERIC;
+    track(s, s->qt);
+    return 0;
 }
 
 int ch_system_set_state(ch_system *s, const char *name, double value,
@@ -348,15 +376,17 @@ int ch_system_set_state(ch_system *s, const char *name, double value,
         int i = ch_system_state_index(s, name);
         if (i < 0) return fail(err, CH_E_USAGE, "'%s' is not a state variable", name);
         s->x[i] = value;
+        track(s, vstart(s));
         return 0;
     }
     memcpy(s->q, s->x, (size_t)sys->nq * sizeof *s->q);
-    if (sys->velocities(s->t, s->x, s->p, s->qt))
+    if (sys->velocities(s->t, s->x, s->p, vstart(s), s->qt))
         return fail(err, CH_E_NUMERIC, "%s", "the velocities of the current state are singular");
     (vel ? s->qt : s->q)[k] = value;
     double *x = s->scratch; /* keep the state when state_from fails */
     if (state_from(s, s->t, x, err)) return CH_E_NUMERIC;
     memcpy(s->x, x, (size_t)sys->nx * sizeof *s->x);
+    track(s, s->qt);
     return 0;
 }
 
@@ -366,19 +396,20 @@ int ch_system_set_state_vector(ch_system *s, double t, const double *x,
     if (!isfinite(t)) return fail(err, CH_E_USAGE, "%s", "the time is not finite");
     s->t = t;
     memcpy(s->x, x, (size_t)s->sys->nx * sizeof *s->x);
+    track(s, vstart(s));
     return 0;
 }
 
 int ch_system_velocities(const ch_system *s, double *qt, ch_err *err)
 {
-    if (s->sys->velocities(s->t, s->x, s->p, qt))
+    if (s->sys->velocities(s->t, s->x, s->p, vstart(s), qt))
         return fail(err, CH_E_NUMERIC, "%s", "the velocities are singular at this state");
     return 0;
 }
 
 double ch_system_energy(const ch_system *s)
 {
-    return s->sys->energy(s->t, s->x, s->p);
+    return s->sys->energy(s->t, s->x, s->p, vstart(s));
 }
 
 /* ---- integration ------------------------------------------------------------------ */
@@ -419,7 +450,8 @@ static void api_note(void *ctx, double t, const char *text)
 /* chrt_options.rechart for the system (rctx): the model is derived again
  * in the system's own context the first time (chart.h). */
 static int api_rechart(void *ctx, double t, double *x, const double *p,
-                       const chrt_system **sys, char *note, size_t notelen)
+                       const double *vs, const chrt_system **sys, char *note,
+                       size_t notelen)
 {
     ch_system *s = ctx;
     if (!s->charts) {
@@ -440,7 +472,7 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
             return 1;
         }
     }
-    int rc = ch_charts_rechart(s->charts, t, x, p, sys, note, notelen);
+    int rc = ch_charts_rechart(s->charts, t, x, p, vs, sys, note, notelen);
     if (!rc) ch_charts_dependent(s->charts, *sys, s->chart, sizeof s->chart);
     return rc;
 }
@@ -452,7 +484,7 @@ const char *ch_system_chart(const ch_system *s)
 
 double ch_system_chart_quality(const ch_system *s)
 {
-    return s->sys->chart_quality ? s->sys->chart_quality(s->t, s->x, s->p) : 1.0;
+    return s->sys->chart_quality ? s->sys->chart_quality(s->t, s->x, s->p, vstart(s)) : 1.0;
 }
 
 int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
@@ -494,7 +526,7 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     chrt_stats st;
     char msg[512];
     const chrt_system *sys = s->sys;
-    int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, &notes, &st, &s->t, msg,
+    int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, s->vs, &notes, &st, &s->t, msg,
                             sizeof msg);
     s->sys = sys; /* x is in the last chart's state, also after a failure */
     s->stats.accepted = st.accepted;

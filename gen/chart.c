@@ -254,7 +254,7 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
 }
 
 int ch_charts_rechart(void *charts, double t, double *x, const double *p,
-                      const chrt_system **s, char *note, size_t notelen)
+                      const double *vs, const chrt_system **s, char *note, size_t notelen)
 {
     ch_charts *c = charts;
     size_t n = c->n, k = c->k;
@@ -265,7 +265,7 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
         return 1;
     }
     dep_names(c, cur->dep, was, sizeof was);
-    if ((*s)->velocities(t, x, p, c->qt)) {
+    if ((*s)->velocities(t, x, p, vs, c->qt)) {
         snprintf(note, notelen, "the velocities of the chart with dependent velocities %s "
                  "cannot be computed", was);
         return 1;
@@ -300,7 +300,7 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
     const chrt_system *ns = h->sys;
     double qn = 0;
     if (ns->nx > (int)(2 * n) || ns->state_from(t, x, c->qt, p, c->xn)
-        || !((qn = ns->chart_quality ? ns->chart_quality(t, c->xn, p) : 1) >= need)) {
+        || !((qn = ns->chart_quality ? ns->chart_quality(t, c->xn, p, c->qt) : 1) >= need)) {
         snprintf(note, notelen, "the block G_d of the dependent velocities %s is singular "
                  "and the chart with %s is not regular enough there (quality %.3g < %g)",
                  was, now, qn, need);
@@ -310,7 +310,7 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
      * branches and pivots decided there): it must give back the motion's
      * velocities, or it is on another branch. */
     double *v = malloc((n ? n : 1) * sizeof *v), dv = 0, vmax = 0;
-    int back = v && ns->velocities(t, c->xn, p, v) == 0;
+    int back = v && ns->velocities(t, c->xn, p, c->qt, v) == 0;
     for (size_t i = 0; back && i < n; i++) {
         dv = fmax(dv, fabs(v[i] - c->qt[i]));
         vmax = fmax(vmax, fabs(c->qt[i]));

@@ -49,7 +49,8 @@ void ch_charts_free(ch_charts *c);
  * reaches the front end through the loop's sink (chrt_sink.note), which
  * also counts the switches (chrt_stats.recharts). */
 int ch_charts_rechart(void *charts, double t, double *x, const double *p,
-                      const chrt_system **s, char *note, size_t notelen);
+                      const double *vs, const chrt_system **s, char *note,
+                      size_t notelen);
 
 /* A new chart_min for the following switches (a C API setting). */
 void ch_charts_set_chart_min(ch_charts *c, double chart_min);

@@ -1,8 +1,10 @@
 /* compile.c — emit, JIT and bind one form (see compile.h). */
 #include "compile.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "driver.h"
 
@@ -12,6 +14,28 @@ void ch_compile_default_prefix(const char *model_name, ch_form f, char *buf,
     int n = snprintf(buf, size, "%s_%s", model_name, ch_form_name(f));
     if (n < 0 || (size_t)n >= size || !ch_driver_prefix_ok(buf))
         snprintf(buf, size, "model_%s", ch_form_name(f));
+}
+
+const ch_compiled *ch_compiled_of(const chrt_system *s)
+{
+    return (const ch_compiled *)(const void *)((const char *)s - offsetof(ch_compiled, sys));
+}
+
+/* The plain PREFIX_rhs and PREFIX_energy (ch_compiled.rhs, .energy). */
+static int bind_plain(ch_compiled *c, ch_error *err)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s_rhs", c->prefix);
+    void *rhs = ch_jit_symbol(c->jit, name);
+    snprintf(name, sizeof name, "%s_energy", c->prefix);
+    void *en = ch_jit_symbol(c->jit, name);
+    if (!rhs || !en)
+        return ch_error_set(err, CH_ERR_MODEL, NULL, 0, 0,
+                            "compiled code lacks the symbol '%s'", rhs ? name : "PREFIX_rhs");
+    /* object pointer to function pointer: copy the representation (POSIX dlsym) */
+    memcpy(&c->rhs, &rhs, sizeof c->rhs);
+    memcpy(&c->energy, &en, sizeof c->energy);
+    return 0;
 }
 
 int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
@@ -49,6 +73,7 @@ int ch_compile_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     }
     if (!rc) rc = ch_jit_compile(unit.s, cc, &c->jit, err);
     if (!rc) rc = ch_driver_bind(c->jit, c->prefix, &c->sys, err);
+    if (!rc) rc = bind_plain(c, err);
     ch_buf_free(&h);
     ch_buf_free(&src);
     ch_buf_free(&unit);

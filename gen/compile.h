@@ -22,7 +22,15 @@ typedef struct ch_compiled {
     ch_jit *jit;
     chrt_system sys;   /* bound to the compiled symbols */
     char prefix[72];   /* the C prefix of the symbols (sys.name) */
+    /* PREFIX_rhs and PREFIX_energy: Newton from the model's initial state
+     * (no vs), the functions of the C API (ch_system_rhs) */
+    int (*rhs)(double t, const double *x, const double *p, double *dxdt);
+    double (*energy)(double t, const double *x, const double *p);
 } ch_compiled;
+
+/* The ch_compiled whose sys is s (every chrt_system of a compiled form,
+ * also a chart's, is one). */
+const ch_compiled *ch_compiled_of(const chrt_system *s);
 
 /* MODEL_FORM, or model_FORM when the model name does not make a C
  * identifier of at most 64 characters. */

@@ -17,7 +17,7 @@ struct ch_cvode {
     SUNLinearSolver ls;
     int nx;
     ch_cvode_rhs f;
-    const double *p;
+    void *ctx;
     double tstop;
     long steps, rejected, rhs; /* counts of the runs before the last restart */
     char msg[256];             /* CVODE's last message */
@@ -27,7 +27,7 @@ static int frhs(sunrealtype t, N_Vector y, N_Vector ydot, void *data)
 {
     ch_cvode *c = data;
     double *d = N_VGetArrayPointer(ydot);
-    if (c->f(t, N_VGetArrayPointer(y), c->p, d)) return 1;
+    if (c->f(c->ctx, t, N_VGetArrayPointer(y), d)) return 1;
     for (int i = 0; i < c->nx; i++)
         if (!isfinite(d[i])) return 1;
     return 0;
@@ -85,7 +85,7 @@ static int start(ch_cvode *c, double t, ch_error *err)
     return 0;
 }
 
-ch_cvode *ch_cvode_new(int nx, ch_cvode_rhs f, const double *p, double t0,
+ch_cvode *ch_cvode_new(int nx, ch_cvode_rhs f, void *ctx, double t0,
                        const double *x0, const ch_cvode_opts *o, ch_error *err)
 {
     if (nx < 1 || !(o->rtol > 0) || !(o->atol > 0) || !(o->h0 >= 0)
@@ -100,7 +100,7 @@ ch_cvode *ch_cvode_new(int nx, ch_cvode_rhs f, const double *p, double t0,
         ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "%s", "cvode: out of memory");
         return NULL;
     }
-    c->nx = nx, c->f = f, c->p = p, c->tstop = o->tstop;
+    c->nx = nx, c->f = f, c->ctx = ctx, c->tstop = o->tstop;
     c->y = N_VNew_Serial(nx, c->sun);
     c->tmp = N_VNew_Serial(nx, c->sun);
     c->mem = CVodeCreate(CV_BDF, c->sun);
@@ -158,13 +158,11 @@ int ch_cvode_dense(ch_cvode *c, double t, double *x, ch_error *err)
     return 0;
 }
 
-int ch_cvode_restart(ch_cvode *c, ch_cvode_rhs f, double t, const double *x,
-                     ch_error *err)
+int ch_cvode_restart(ch_cvode *c, double t, const double *x, ch_error *err)
 {
     long s, r, n;
     counts(c, &s, &r, &n); /* CVodeReInit sets CVODE's own counters to 0 */
     c->steps += s, c->rejected += r, c->rhs += n;
-    c->f = f;
     c->msg[0] = 0;
     memcpy(N_VGetArrayPointer(c->y), x, (size_t)c->nx * sizeof *x);
     if (CVodeReInit(c->mem, t, c->y) != CV_SUCCESS)
@@ -180,16 +178,24 @@ static int ext_err(const ch_error *e, char *err, size_t len)
     return 1;
 }
 
+/* The loop's right-hand side (ch_cvode_rhs with the ext as context). */
+static int ext_rhs(void *ctx, double t, const double *x, double *dxdt)
+{
+    ch_cvode_ext *e = ctx;
+    return e->s->rhs(t, x, e->p, e->vs, dxdt);
+}
+
 static int ext_start(void *ctx, const chrt_system *s, const chrt_options *o,
-                     double t0, const double *x, const double *p, char *err,
-                     size_t len)
+                     double t0, const double *x, const double *p, const double *vs,
+                     char *err, size_t len)
 {
     ch_cvode_ext *e = ctx;
     ch_error er;
     ch_cvode_opts co = {o->rtol, o->atol, o->dt, o->dt_max, o->t1};
     ch_error_clear(&er);
     ch_cvode_free(e->c);
-    e->c = ch_cvode_new(s->nx, s->rhs, p, t0, x, &co, &er);
+    e->s = s, e->p = p, e->vs = vs;
+    e->c = ch_cvode_new(s->nx, ext_rhs, e, t0, x, &co, &er);
     e->t = t0;
     e->hmax = e->hcur = o->dt_max;
     return e->c ? 0 : ext_err(&er, err, len);
@@ -225,7 +231,8 @@ static int ext_restart(void *ctx, const chrt_system *s, double t, const double *
     ch_error er;
     ch_error_clear(&er);
     e->t = t;
-    return ch_cvode_restart(e->c, s->rhs, t, x, &er) ? ext_err(&er, err, len) : 0;
+    e->s = s;
+    return ch_cvode_restart(e->c, t, x, &er) ? ext_err(&er, err, len) : 0;
 }
 
 static void ext_counts(void *ctx, long *rejected, long *rhs_calls)
@@ -239,6 +246,7 @@ static void ext_counts(void *ctx, long *rejected, long *rhs_calls)
 void ch_cvode_ext_init(ch_cvode_ext *e)
 {
     e->c = NULL;
+    e->s = NULL, e->p = e->vs = NULL;
     e->t = e->hmax = e->hcur = 0;
     e->ops = (chrt_ext_stepper){e, ext_start, ext_advance, ext_dense, ext_restart,
                                 ext_counts};

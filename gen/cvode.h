@@ -22,8 +22,9 @@
 
 typedef struct ch_cvode ch_cvode;
 
-typedef int (*ch_cvode_rhs)(double t, const double *x, const double *p,
-                            double *dxdt);
+/* The right-hand side as the runtime's steppers take it (integrate.h):
+ * f(ctx, t, x, dxdt), 0 or nonzero where singular. */
+typedef chrt_rhs ch_cvode_rhs;
 
 typedef struct {
     double rtol, atol; /* > 0 */
@@ -32,11 +33,11 @@ typedef struct {
     double tstop;      /* never integrated past */
 } ch_cvode_opts;
 
-/* A stepper at (t0, x0) for the nx-dimensional system f with parameters p
- * (read, not copied: they must outlive the stepper). NULL with err filled
+/* A stepper at (t0, x0) for the nx-dimensional system f with context ctx
+ * (passed to f; it must outlive the stepper). NULL with err filled
  * (CH_ERR_USAGE for bad options, CH_ERR_MEMORY, CH_ERR_NUMERIC when CVODE
  * refuses the initial state). */
-ch_cvode *ch_cvode_new(int nx, ch_cvode_rhs f, const double *p, double t0,
+ch_cvode *ch_cvode_new(int nx, ch_cvode_rhs f, void *ctx, double t0,
                        const double *x0, const ch_cvode_opts *o, ch_error *err);
 void ch_cvode_free(ch_cvode *c);
 
@@ -49,10 +50,9 @@ int ch_cvode_step(ch_cvode *c, double *t, double *x, ch_error *err);
 /* The state at t inside the last step (dense output) into x. */
 int ch_cvode_dense(ch_cvode *c, double t, double *x, ch_error *err);
 
-/* Restarts at (t, x) with right-hand side f (a projection, a new chart):
+/* Restarts at (t, x) (a projection, a new chart: f's context changed):
  * order 1, history discarded. */
-int ch_cvode_restart(ch_cvode *c, ch_cvode_rhs f, double t, const double *x,
-                     ch_error *err);
+int ch_cvode_restart(ch_cvode *c, double t, const double *x, ch_error *err);
 
 /* Counts since creation: accepted steps, rejected step attempts (error
  * test and Newton convergence failures), right-hand side calls (those of
@@ -68,6 +68,9 @@ void ch_cvode_stats(const ch_cvode *c, long *steps, long *rejected,
 typedef struct {
     chrt_ext_stepper ops;
     ch_cvode *c;
+    /* the loop's system (the current chart's), parameters, Newton start */
+    const chrt_system *s;
+    const double *p, *vs;
     double t;
     double hmax, hcur; /* the options' largest step, the one set (0: none) */
 } ch_cvode_ext;

@@ -59,17 +59,22 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "    s.output_names = NULL;\n"
         "#endif\n", P, P, P, P, P);
     ch_buf_printf(b,
+        "#if defined(%s_NEWTON) && %s_NEWTON\n"
+        "    s.newton = 1;\n"
+        "#else\n"
+        "    s.newton = 0;\n"
+        "#endif\n"
         "    s.initial = %s_initial;\n"
-        "    s.rhs = %s_rhs;\n"
-        "    s.energy = %s_energy;\n"
-        "    s.velocities = %s_velocities;\n"
-        "    s.outputs = %s_outputs;\n"
-        "    s.project = %s_project;\n"
+        "    s.rhs = %s_rhs_from;\n"
+        "    s.energy = %s_energy_from;\n"
+        "    s.velocities = %s_velocities_from;\n"
+        "    s.outputs = %s_outputs_from;\n"
+        "    s.project = %s_project_from;\n"
         "    s.state_from = %s_state_from;\n"
         "    /* a driver program cannot re-chart (no generator): where the\n"
         "     * chart degrades it stops with exit 3 */\n"
         "#if %s_CHART\n"
-        "    s.chart_quality = %s_chart_quality;\n"
+        "    s.chart_quality = %s_chart_quality_from;\n"
         "#else\n"
         "    s.chart_quality = NULL;\n"
         "#endif\n"
@@ -77,7 +82,7 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "    s.nev = %s_NEV;\n"
         "    s.event_names = %s_event_names;\n"
         "    s.event_stop = %s_event_stop;\n"
-        "    s.events = %s_events;\n"
+        "    s.events = %s_events_from;\n"
         "#else\n"
         "    s.nev = 0;\n"
         "    s.event_names = NULL;\n"
@@ -85,7 +90,7 @@ void ch_emit_driver(const char *prefix, ch_buf *b)
         "    s.events = NULL;\n"
         "#endif\n"
         "    return chrt_main(&s, argc, argv);\n"
-        "}\n", P, P, P, P, P, P, P, P, P, P, P, P, P, P, P);
+        "}\n", P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P);
 }
 
 static const char *const runtime_files[] = {"integrate.h", "integrate.c",
@@ -148,9 +153,11 @@ void ch_driver_jit_unit(const char *prefix, const char *header,
         "\n#ifndef %s_NOUT\n#define %s_NOUT 0\n#endif\n"
         "#ifndef %s_CHART\n#define %s_CHART 0\n#endif\n"
         "#ifndef %s_NEV\n#define %s_NEV 0\n#endif\n"
-        "const int %s_chrt_dims[6] = {%s_NX, %s_NQ, %s_NP, %s_NOUT, %s_CHART, %s_NEV};\n",
+        "#ifndef %s_NEWTON\n#define %s_NEWTON 0\n#endif\n"
+        "const int %s_chrt_dims[7] = {%s_NX, %s_NQ, %s_NP, %s_NOUT, %s_CHART, %s_NEV,\n"
+        "    %s_NEWTON};\n",
         prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix,
-        prefix, prefix, prefix);
+        prefix, prefix, prefix, prefix, prefix, prefix);
 }
 
 /* Looks up PREFIX_suffix; NULL with the error set when missing. */
@@ -181,9 +188,10 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
     s->nq = dims[1];
     s->np = dims[2];
     s->nout = dims[3];
+    s->newton = dims[6];
     void *sym[7];
-    static const char *const fns[7] = {"initial", "rhs", "energy", "velocities",
-                                       "outputs", "project", "state_from"};
+    static const char *const fns[7] = {"initial", "rhs_from", "energy_from", "velocities_from",
+                                       "outputs_from", "project_from", "state_from"};
     if (!(s->state_names = lookup(j, prefix, "state_names", err))) return CH_ERR_MODEL;
     if (s->np > 0 && (!(s->param_names = lookup(j, prefix, "param_names", err))
                       || !(s->param_defaults = lookup(j, prefix, "param_defaults", err))))
@@ -200,13 +208,13 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
     BIND_FN(s->project, sym[5]);
     BIND_FN(s->state_from, sym[6]);
     if (dims[4]) { /* a chart (reduced, hamilton with constraints) */
-        void *cq = lookup(j, prefix, "chart_quality", err);
+        void *cq = lookup(j, prefix, "chart_quality_from", err);
         if (!cq) return CH_ERR_MODEL;
         BIND_FN(s->chart_quality, cq);
     }
     s->nev = dims[5];
     if (s->nev > 0) {
-        void *ev = lookup(j, prefix, "events", err);
+        void *ev = lookup(j, prefix, "events_from", err);
         if (!ev || !(s->event_names = lookup(j, prefix, "event_names", err))
             || !(s->event_stop = lookup(j, prefix, "event_stop", err)))
             return CH_ERR_MODEL;

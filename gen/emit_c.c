@@ -531,22 +531,28 @@ static int alpha_closed(const emitter *e)
     return red->explicit_alpha && !(e->form == CH_FORM_FULL && red->quadratic);
 }
 
-/* "v[d] = c;" for every dependent velocity d: the start of kn_dep's
- * Newton iteration for implicit alpha, the model's initial dependent
- * velocities (solved as ch_manifold_init did; the given values where it
- * found no solution), never 0: x'^2 + y'^2 = v0^2 has dphi/dy' = 0 at
- * y' = 0, and the branch of the root is the one the initial state is on.
+/* The start of kn_dep's Newton iteration for implicit alpha into v's
+ * dependent entries: vs's (the velocities of a nearby state: the last
+ * accepted one, PREFIX_*_from) or, where vs is NULL, the model's initial
+ * dependent velocities (solved as ch_manifold_init did; the given values
+ * where it found no solution); never 0: x'^2 + y'^2 = v0^2 has dphi/dy'
+ * = 0 at y' = 0, and the branch of the root is the one the state is on.
  * indent: the statement's leading spaces. */
 static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
 {
     const ch_manifold *mf = &e->d->mf;
-    if (alpha_closed(e)) return;
+    if (alpha_closed(e) || e->k == 0) return;
+    ch_buf_printf(b, "%sif (vs) {\n", indent);
+    for (size_t nu = 0; nu < e->k; nu++)
+        ch_buf_printf(b, "%s    v[%d] = vs[%d];\n", indent, mf->dep[nu], mf->dep[nu]);
+    ch_buf_printf(b, "%s} else {\n", indent);
     for (size_t nu = 0; nu < e->k; nu++) {
         int d = mf->dep[nu];
-        ch_buf_printf(b, "%sv[%d] = ", indent, d);
+        ch_buf_printf(b, "%s    v[%d] = ", indent, d);
         put_double(b, mf->v0 ? mf->v0[d] : e->m->qt0[d]);
         ch_buf_put(b, ";\n");
     }
+    ch_buf_printf(b, "%s}\n", indent);
 }
 
 /* The numeric inverse of the Legendre map (THEORY §5 when H* has no
@@ -554,9 +560,9 @@ static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
  * velocities in v (the dependent ones follow the constraints); kn_inv
  * solves y*(v) = y. For L* quadratic in the velocities y* is affine, so
  * one linear solve from any point is exact; otherwise damped Newton with
- * Jacobian K. The start is v = 0, and where that point fails (0/0 in K,
- * K singular there, no convergence) a small v along y: a pure function
- * keeps no previous solution to start from. */
+ * Jacobian K. The start is vs (the velocities of a nearby state, the
+ * last accepted one) or, where vs is NULL, v = 0; where that point fails
+ * (0/0 in K, K singular there, no convergence) a small v along y. */
 static void fun_legendre(emitter *e)
 {
     ch_buf *b = &e->kern;
@@ -581,9 +587,11 @@ static void fun_legendre(emitter *e)
                   mi, n, mi, mi + mi * mi);
     ch_buf_printf(b, "/* Independent velocities solving y*(t, q, v) = y, dependent ones from\n"
                      " * the constraints: 0, or 1 when no start converges. */\n"
-                     "static int kn_inv(double t, const double *x, const double *p, double *v)\n{\n"
+                     "static int kn_inv(double t, const double *x, const double *p, const double *vs,\n"
+                     "                  double *v)\n{\n"
                      "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, ysum;\n%s"
                      "    int piv[%zu], it, i, start;\n"
+                     "    (void)vs;\n"
                      "    for (ysum = 0.0, i = 0; i < %zu; i++) ysum += fabs(x[%zu + i]);\n"
                      "    for (start = 0; start < 2; start++) {\n"
                      "        for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
@@ -592,8 +600,9 @@ static void fun_legendre(emitter *e)
                   mi + 1, mi, n, n);
     put_newton_start(e, b, "        ");
     for (size_t r = 0; r < mi; r++)
-        ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n",
-                      mf->indep[r], n + r);
+        ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n"
+                         "        else if (vs) v[%d] = vs[%d];\n",
+                      mf->indep[r], n + r, mf->indep[r], mf->indep[r]);
     ch_buf_printf(b, "        if (kn_res(t, x, p, v, o, &r0)) continue;\n"
                      "        for (it = 0; it < 100; it++) {\n"
                      "            for (i = 0; i < %zu; i++) d[i] = o[i];\n"
@@ -635,9 +644,9 @@ static void fun_legendre(emitter *e)
                   n, mi, n);
 }
 
-/* static int kn_vel(t, x, p, v): all n velocities from the state, the
- * dependent ones solving the constraints (v's dependent entries are the
- * Newton start for implicit alpha: put_newton_start). */
+/* static int kn_vel(t, x, p, vs, v): all n velocities from the state into
+ * v (not overlapping vs), the dependent ones solving the constraints;
+ * implicit alpha's Newton starts from vs (put_newton_start). */
 static void fun_vel(emitter *e)
 {
     ch_buf *b = &e->kern;
@@ -740,18 +749,19 @@ static void fun_vel(emitter *e)
     }
     if (e->ham_numeric) fun_legendre(e);
     ch_buf_put(b, "/* All n velocities of the state x. */\n"
-                  "static int kn_vel(double t, const double *x, const double *p, double *v)\n{\n");
+                  "static int kn_vel(double t, const double *x, const double *p, const double *vs,\n"
+                  "                  double *v)\n{\n");
     if (e->form == CH_FORM_FULL) {
-        ch_buf_printf(b, "    int i;\n    (void)t; (void)p;\n"
+        ch_buf_printf(b, "    int i;\n    (void)t; (void)p; (void)vs;\n"
                          "    for (i = 0; i < %zu; i++) v[i] = x[%zu + i];\n    return 0;\n}\n\n",
                       n, n);
         return;
     }
     if (e->ham_numeric) {
-        ch_buf_put(b, "    return kn_inv(t, x, p, v);\n}\n\n");
+        ch_buf_put(b, "    return kn_inv(t, x, p, vs, v);\n}\n\n");
         return;
     }
-    ch_buf_printf(b, "    int i;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
+    ch_buf_printf(b, "    int i;\n    (void)vs;\n    for (i = 0; i < %zu; i++) v[i] = 0.0;\n", n);
     put_newton_start(e, b, "    ");
     if (e->form == CH_FORM_HAMILTON) {
         ch_buf_printf(b, "    {\n        double eta[%zu];\n        kn_eta(t, x, p, v, eta);\n", e->mi);
@@ -838,6 +848,14 @@ static int has_chart(const emitter *e)
     return e->form != CH_FORM_FULL && e->k > 0;
 }
 
+/* 1 when the velocities of the state come from Newton iterations whose
+ * start the PREFIX_*_from functions take (implicit alpha in a reduced or
+ * hamilton form, the numeric Legendre inverse). */
+static int newton_start(const emitter *e)
+{
+    return (e->form != CH_FORM_FULL && e->k > 0 && !alpha_closed(e)) || e->ham_numeric;
+}
+
 /* The chart's conditioning (README "Charts"): kn_cq(t, x, p, v) at all n
  * velocities v, a number in [0, 1], 0 where singular:
  *  - G_d: every row of G (k x n) scaled to unit Euclidean length (so
@@ -859,8 +877,10 @@ static void fun_chart(emitter *e)
     ch_buf *b = &e->kern;
     size_t n = e->n, k = e->k, mi = e->mi;
     if (!has_chart(e)) {
-        ch_buf_printf(&e->fun, "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
-                               "    (void)t; (void)x; (void)p;\n    return 1.0;\n}\n\n", e->P);
+        ch_buf_printf(&e->fun, "double %s_chart_quality_from(double t, const double *x, const double *p,\n"
+                               "    const double *vs)\n{\n"
+                               "    (void)t; (void)x; (void)p; (void)vs;\n    return 1.0;\n}\n\n",
+                      e->P);
         return;
     }
     const ch_expr **o = earr(e, k * n);
@@ -954,11 +974,12 @@ static void fun_chart(emitter *e)
                       mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi);
     ch_buf_put(b, "    return q == q ? q : 0.0;\n}\n\n");
     ch_buf_printf(&e->fun,
-                  "double %s_chart_quality(double t, const double *x, const double *p)\n{\n"
+                  "double %s_chart_quality_from(double t, const double *x, const double *p,\n"
+                  "    const double *vs)\n{\n"
                   "    double v[%zu];\n"
                   "    int i;\n"
                   "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n"
-                  "    if (kn_vel(t, x, p, v)) return 0.0;\n"
+                  "    if (kn_vel(t, x, p, vs, v)) return 0.0;\n"
                   "    return kn_cq(t, x, p, v);\n}\n\n",
                   e->P, n, n);
 }
@@ -969,27 +990,30 @@ static void fun_rhs(emitter *e)
     ch_buf *b = &e->fun;
     size_t n = e->n, mi = e->mi;
     if (has_chart(e)) {
-        ch_buf_printf(b, "static int kn_rhs(double t, const double *x, const double *p, double *dxdt,\n"
-                         "                  double *v)\n{\n    int i;\n");
+        ch_buf_printf(b, "static int kn_rhs(double t, const double *x, const double *p,\n"
+                         "                  const double *vs, double *dxdt, double *v)\n{\n"
+                         "    int i;\n");
     } else {
-        ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+        ch_buf_printf(b, "int %s_rhs_from(double t, const double *x, const double *p,\n"
+                         "    const double *vs, double *dxdt)\n{\n"
                          "    double v[%zu];\n    int i;\n", e->P, n);
     }
     if (e->form == CH_FORM_FULL) {
         put_dyn_decls(e, b);
-        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
+        ch_buf_put(b, "    if (kn_vel(t, x, p, vs, v)) return 1;\n");
         put_dyn_solve(e, b, 0);
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) {\n        dxdt[i] = v[i];\n"
                          "        dxdt[%zu + i] = acc[i];\n    }\n    return 0;\n}\n\n", n, n);
     } else if (e->fused) {
         /* kn_acc writes v_dep (alpha) along with the accelerations */
+        ch_buf_put(b, "    (void)vs;\n");
         for (size_t r = 0; r < mi; r++)
             ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
         ch_buf_printf(b, "    if ((i = kn_acc(t, x, p, v, dxdt + %zu)) != 0) return i;\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    return 0;\n}\n\n", n, n);
     } else if (e->form == CH_FORM_REDUCED) {
-        ch_buf_printf(b, "    if (kn_vel(t, x, p, v)) return 1;\n"
+        ch_buf_printf(b, "    if (kn_vel(t, x, p, vs, v)) return 1;\n"
                          "    if ((i = kn_acc(t, x, p, v, dxdt + %zu)) != 0) return i;\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    return 0;\n}\n\n", n, n);
@@ -997,7 +1021,7 @@ static void fun_rhs(emitter *e)
         /* y_t = K v_t + (d y* by dq) q_t + d y* by dt: the image of the
          * reduced flow under the Legendre map. */
         ch_buf_printf(b, "    double o[%zu], vt[%zu];\n"
-                         "    if (kn_vel(t, x, p, v) || kn_acc(t, x, p, v, vt)) return 1;\n"
+                         "    if (kn_vel(t, x, p, vs, v) || kn_acc(t, x, p, v, vt)) return 1;\n"
                          "    kn_hyt(t, x, p, v, o);\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    for (i = 0; i < %zu; i++) {\n"
@@ -1008,11 +1032,11 @@ static void fun_rhs(emitter *e)
                          "    return 0;\n}\n\n",
                       mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
     } else if (e->ham_fused) {
-        ch_buf_printf(b, "    kn_hrhs(t, x, p, v, dxdt + %zu);\n"
+        ch_buf_printf(b, "    (void)vs;\n    kn_hrhs(t, x, p, v, dxdt + %zu);\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n    return 0;\n}\n\n",
                       n, n);
     } else {
-        ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
+        ch_buf_put(b, "    if (kn_vel(t, x, p, vs, v)) return 1;\n");
         ch_buf_printf(b, "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
                          "    kn_ham(t, x, p, v, dxdt + %zu);\n    return 0;\n}\n\n", n, n);
     }
@@ -1029,25 +1053,27 @@ static void fun_rhs_chart(emitter *e)
     size_t n = e->n;
     if (e->form == CH_FORM_REDUCED && e->acc_chart) {
         /* kn_acc tests G_d's pivots against their rows (2 where singular) */
-        ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+        ch_buf_printf(b, "int %s_rhs_from(double t, const double *x, const double *p,\n"
+                         "    const double *vs, double *dxdt)\n{\n"
                          "    double v[%zu];\n"
-                         "    return kn_rhs(t, x, p, dxdt, v);\n}\n\n", e->P, n);
+                         "    return kn_rhs(t, x, p, vs, dxdt, v);\n}\n\n", e->P, n);
         return;
     }
-    ch_buf_printf(b, "int %s_rhs(double t, const double *x, const double *p, double *dxdt)\n{\n"
+    ch_buf_printf(b, "int %s_rhs_from(double t, const double *x, const double *p,\n"
+                     "    const double *vs, double *dxdt)\n{\n"
                      "    double v[%zu];\n    int i, rc;\n"
                      "    for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
                   e->P, n, n);
     for (size_t r = 0; r < e->mi && e->form == CH_FORM_REDUCED; r++)
         ch_buf_printf(b, "    v[%d] = x[%zu];\n", e->d->mf.indep[r], n + r);
     if (e->ck) { /* G_d's pivots against their rows (kn_ck) */
-        ch_buf_put(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
+        ch_buf_put(b, "    rc = kn_rhs(t, x, p, vs, dxdt, v);\n"
                       "    /* the chart is numerically singular here: not a value to trust */\n"
                       "    if (kn_ck(t, x, p, v) == 2) return 2;\n"
                       "    return rc;\n}\n\n");
         return;
     }
-    ch_buf_printf(b, "    rc = kn_rhs(t, x, p, dxdt, v);\n"
+    ch_buf_printf(b, "    rc = kn_rhs(t, x, p, vs, dxdt, v);\n"
                      "    /* the chart is numerically singular here: not a value to trust */\n"
                      "    if (!(kn_cq(t, x, p, v) >= %g)) return 2;\n"
                      "    return rc;\n}\n\n", CH_CHART_SINGULAR);
@@ -2274,12 +2300,16 @@ static void fun_energy_vel(emitter *e)
     ch_buf *b = &e->fun;
     size_t n = e->n;
     kernel_or_kane(e, "en", 1, &e->d->lag.energy, e->en_kane ? &e->en_kane : NULL);
-    ch_buf_printf(b, "double %s_energy(double t, const double *x, const double *p)\n{\n"
+    ch_buf_printf(b, "double %s_energy_from(double t, const double *x, const double *p,\n"
+                     "    const double *vs)\n{\n"
                      "    double v[%zu], en;\n"
-                     "    if (kn_vel(t, x, p, v)) return HUGE_VAL;\n"
+                     "    if (kn_vel(t, x, p, vs, v)) return HUGE_VAL;\n"
                      "    kn_en(t, x, p, v, &en);\n    return en;\n}\n\n", e->P, n);
-    ch_buf_printf(b, "int %s_velocities(double t, const double *x, const double *p, double *qt)\n{\n"
-                     "    return kn_vel(t, x, p, qt);\n}\n\n", e->P);
+    ch_buf_printf(b, "int %s_velocities_from(double t, const double *x, const double *p,\n"
+                     "    const double *vs, double *qt)\n{\n"
+                     "    double v[%zu];\n    int i, rc = kn_vel(t, x, p, vs, v);\n"
+                     "    for (i = 0; i < %zu; i++) qt[i] = v[i];\n    return rc;\n}\n\n",
+                  e->P, n, n);
 }
 
 /* kn_hol: g(t, q) of the holonomic constraints, as written (h values). */
@@ -2296,10 +2326,10 @@ static void fun_outputs(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t n = e->n, k = e->k, mi = e->mi, col = 0;
-    ch_buf_printf(b, "int %s_outputs(double t, const double *x, const double *p, double *out)\n{\n",
-                  e->P);
+    ch_buf_printf(b, "int %s_outputs_from(double t, const double *x, const double *p,\n"
+                     "    const double *vs, double *out)\n{\n", e->P);
     if (e->nout == 0) {
-        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)out;\n    return 0;\n}\n\n");
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)vs; (void)out;\n    return 0;\n}\n\n");
         return;
     }
     ch_buf_printf(b, "    double v[%zu];\n", n);
@@ -2307,7 +2337,7 @@ static void fun_outputs(emitter *e)
         ch_buf_put(b, "    int i, j;\n");
         put_dyn_decls(e, b);
     }
-    ch_buf_put(b, "    if (kn_vel(t, x, p, v)) return 1;\n");
+    ch_buf_put(b, "    if (kn_vel(t, x, p, vs, v)) return 1;\n");
     if (e->form == CH_FORM_HAMILTON && e->cols) {
         kernel(e, "ycol", mi, e->cols->ystar);
         ch_buf_printf(b, "    kn_ycol(t, x, p, v, out);\n");
@@ -2403,10 +2433,10 @@ static void fun_events(emitter *e)
 {
     ch_buf *b = &e->fun;
     size_t nev = e->m->nevents;
-    ch_buf_printf(b, "int %s_events(double t, const double *x, const double *p, double *g)\n{\n",
-                  e->P);
+    ch_buf_printf(b, "int %s_events_from(double t, const double *x, const double *p,\n"
+                     "    const double *vs, double *g)\n{\n", e->P);
     if (nev == 0) {
-        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)g;\n    return 0;\n}\n\n");
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)vs; (void)g;\n    return 0;\n}\n\n");
         return;
     }
     const ch_expr **f = earr(e, nev);
@@ -2414,7 +2444,7 @@ static void fun_events(emitter *e)
     for (size_t j = 0; j < nev; j++) f[j] = e->m->events[j].expr;
     kernel(e, "event", nev, f);
     ch_buf_printf(b, "    double v[%zu];\n"
-                     "    if (kn_vel(t, x, p, v)) return 1;\n"
+                     "    if (kn_vel(t, x, p, vs, v)) return 1;\n"
                      "    kn_event(t, x, p, v, g);\n"
                      "    return 0;\n}\n\n", e->n);
 }
@@ -2428,14 +2458,16 @@ static void fun_project(emitter *e)
     ch_buf *b = &e->fun;
     size_t n = e->n, k = e->k;
     int vel = e->form == CH_FORM_FULL && k > 0;
-    ch_buf_printf(b, "int %s_project(double t, double *x, const double *p)\n{\n", e->P);
+    ch_buf_printf(b, "int %s_project_from(double t, double *x, const double *p,\n"
+                     "    const double *vs)\n{\n", e->P);
     if (!vel && e->h == 0) {
-        ch_buf_put(b, "    (void)t; (void)x; (void)p;\n    return 0;\n}\n");
+        ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)vs;\n    return 0;\n}\n");
         return;
     }
+    if (e->h == 0) ch_buf_put(b, "    (void)vs;\n");
     if (e->h > 0)
         ch_buf_printf(b, "    double v[%zu];\n"
-                         "    if (kn_vel(t, x, p, v) || kn_qproj(t, x, p, v, 0.0)) return 1;\n", n);
+                         "    if (kn_vel(t, x, p, vs, v) || kn_qproj(t, x, p, v, 0.0)) return 1;\n", n);
     if (vel) {
         put_sizes(e, b);
         ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
@@ -2447,6 +2479,29 @@ static void fun_project(emitter *e)
                       n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
     }
     ch_buf_put(b, "    return 0;\n}\n");
+}
+
+/* The API without a Newton start: PREFIX_F(...) is PREFIX_F_from(..., vs
+ * = 0, ...), implicit alpha's Newton from the model's initial state. */
+static void fun_plain(emitter *e)
+{
+    static const struct {
+        const char *ret, *name, *args, *call;
+    } f[] = {
+        {"int", "rhs", "double t, const double *x, const double *p, double *dxdt", "t, x, p, 0, dxdt"},
+        {"double", "energy", "double t, const double *x, const double *p", "t, x, p, 0"},
+        {"int", "velocities", "double t, const double *x, const double *p, double *qt",
+         "t, x, p, 0, qt"},
+        {"int", "outputs", "double t, const double *x, const double *p, double *out",
+         "t, x, p, 0, out"},
+        {"int", "project", "double t, double *x, const double *p", "t, x, p, 0"},
+        {"double", "chart_quality", "double t, const double *x, const double *p", "t, x, p, 0"},
+        {"int", "events", "double t, const double *x, const double *p, double *g",
+         "t, x, p, 0, g"},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        ch_buf_printf(&e->fun, "%s %s_%s(%s)\n{\n    return %s_%s_from(%s);\n}\n\n", f[i].ret,
+                      e->P, f[i].name, f[i].args, e->P, f[i].name, f[i].call);
 }
 
 /* ---- names, header, assembly ------------------------------------------------ */
@@ -2488,7 +2543,23 @@ static void put_decls(emitter *e, ch_buf *b)
         "double %s_chart_quality(double t, const double *x, const double *p);\n"
         "int    %s_events(double t, const double *x, const double *p, double *g);\n",
         P, P, P, P, P, P, P, P, P);
+    ch_buf_printf(b,
+        "int    %s_rhs_from(double t, const double *x, const double *p,\n"
+        "           const double *vs, double *dxdt);\n"
+        "double %s_energy_from(double t, const double *x, const double *p,\n"
+        "           const double *vs);\n"
+        "int    %s_velocities_from(double t, const double *x, const double *p,\n"
+        "           const double *vs, double *qt);\n"
+        "int    %s_outputs_from(double t, const double *x, const double *p,\n"
+        "           const double *vs, double *out);\n"
+        "int    %s_project_from(double t, double *x, const double *p, const double *vs);\n"
+        "double %s_chart_quality_from(double t, const double *x, const double *p,\n"
+        "           const double *vs);\n"
+        "int    %s_events_from(double t, const double *x, const double *p,\n"
+        "           const double *vs, double *g);\n",
+        P, P, P, P, P, P, P);
     ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
+    ch_buf_printf(b, "#define %s_NEWTON %d\n", P, newton_start(e));
 }
 
 static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
@@ -2739,6 +2810,7 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
     fun_outputs(&e);
     fun_events(&e);
     fun_project(&e);
+    fun_plain(&e);
 
     int rc = 0;
     if (!e.failed) {

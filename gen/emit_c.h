@@ -47,16 +47,24 @@
  *          (lambda and R from the full KKT system at the reconstructed
  *          velocities; nothing when k = 0 except hamilton's y columns),
  *          then in every form the declared integrals, in declared order
- *   int    PREFIX_project(t, x, p)          full form: three steps of
- *          v -= M^-1 G^T (G M^-1 G^T)^-1 phi(v); other forms: no-op, 0.
+ *   int    PREFIX_project(t, x, p)          the coordinates onto the
+ *          holonomic constraints; full form: then three steps of
+ *          v -= M^-1 G^T (G M^-1 G^T)^-1 phi(v); 0, or 1 where singular.
+ *   PREFIX_rhs_from, _energy_from, _velocities_from, _outputs_from,
+ *   _project_from, _chart_quality_from, _events_from: the same with one
+ *          more argument vs after p (rhs_from(t, x, p, vs, dxdt),
+ *          energy_from(t, x, p, vs)): n velocities of a nearby state,
+ *          the start of the Newton iterations below (NULL: the initial
+ *          state's, what the plain functions pass); #define PREFIX_NEWTON
+ *          1 where a form has such iterations (0 otherwise).
  * State order: q, then q' (full), q'_indep (reduced) or y* (hamilton), in
  * declared order. Implicit alpha (constraints nonlinear in the dependent
- * velocities): Newton on phi(v_dep) = 0 with the dependent block of G,
- * from 0 in rhs/velocities (no previous value exists in a pure function)
- * and from the given velocities in state_from; 60 iterations at most,
- * failure returns 1. A constraint with several roots may therefore land
- * on another branch than the initial state's when the root is not the
- * one nearest 0.
+ * velocities): damped Newton on phi(v_dep) = 0 with the dependent block
+ * of G, from vs (the loop's last accepted state) or the initial state's
+ * dependent velocities, and from the given velocities in state_from; 100
+ * iterations at most, failure returns 1; in a reduced or hamilton form a
+ * root whose block determinant has not the initial state's sign is a
+ * failure (another branch).
  * Independent accelerations (reduced form, numeric hamilton form): from
  * the symbolic reduced right side or by small numeric solves on M, G, b, r
  * (emit_red.h), whichever counts fewer operations (the symbolic one is
@@ -64,8 +72,8 @@
  * best other has operations: the header says so); M* by an unrolled
  * L D L^T for m <= 8. Hamilton form without a closed-form H*: kn_vel
  * solves y*(t, q, v) = y for the independent velocities (one linear solve
- * when L* is quadratic, damped Newton with Jacobian K otherwise, from
- * v = 0 and then from a small v along y; failure returns 1), and
+ * when L* is quadratic, damped Newton with Jacobian K otherwise, from vs
+ * (or v = 0) and then from a small v along y; failure returns 1), and
  * y*' = K v' + (d y* by dq) q' + d y* by dt. The header comment names the
  * choices and the operation counts.
  * Work arrays are local (stack) arrays of fixed size, O((n+k)^2) doubles. */

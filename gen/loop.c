@@ -197,7 +197,7 @@ static int transport(const chrt_system *s, const ch_loop_options *o,
     chrt_system flow = *s;
     const chrt_system *fs = &flow;
     flow.nev = 0;
-    int rc = chrt_integrate(&fs, &ro, 0, x, p, NULL, NULL, &t, msg, sizeof msg);
+    int rc = chrt_integrate(&fs, &ro, 0, x, p, NULL, NULL, NULL, &t, msg, sizeof msg);
     if (rc == CHRT_EXIT_NUMERIC)
         return ch_error_set(err, CH_ERR_NUMERIC, NULL, 0, 0, "loop point %zu: %s",
                             point, msg);

@@ -326,7 +326,7 @@ static long integrate(repl *r, const chrt_system *s, double T, double *x,
     chrt_stats st;
     char msg[600];
     double t;
-    int rc = chrt_integrate(&s, &o, 0, x, p, &tee, &st, &t, msg, sizeof msg);
+    int rc = chrt_integrate(&s, &o, 0, x, p, NULL, &tee, &st, &t, msg, sizeof msg);
     *failed = rc != 0;
     if (rc) complain(r, "%s", msg);
     r->last = st;

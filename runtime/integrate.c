@@ -61,7 +61,7 @@ static int finite_all(int n, const double *x)
 }
 
 int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
-              double h, double *x, const double *p)
+              double h, double *x, void *ctx)
 {
     int n = s->nx;
     double *k1 = s->work, *k2 = k1 + n, *k3 = k2 + n, *k4 = k3 + n;
@@ -69,7 +69,7 @@ int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
     int rc;
 /* a right side's 2 (its chart is numerically singular) is the step's 3 */
 #define RHS(tt, xx, kk) \
-    if ((rc = f(tt, xx, p, kk)) != 0) return rc == 2 ? 3 : 1
+    if ((rc = f(ctx, tt, xx, kk)) != 0) return rc == 2 ? 3 : 1
     RHS(t, x, k1);
     switch (m) {
     case CHRT_EULER:
@@ -177,12 +177,12 @@ static double *stage_arg(const chrt_rk *r) { return krow(r, K_ROWS); }
 static double *dense_rows(const chrt_rk *r) { return krow(r, K_ROWS + 1); }
 
 /* 0, or 2 when f reports a singular chart, 1 for any other failure. */
-static int call(chrt_rk *r, chrt_rhs f, double t, const double *x,
-                const double *p, double *dx)
+static int call(chrt_rk *r, chrt_rhs f, void *ctx, double t, const double *x,
+                double *dx)
 {
     int rc;
     r->nfev++;
-    rc = f(t, x, p, dx);
+    rc = f(ctx, t, x, dx);
     return rc == 0 ? 0 : rc == 2 ? 2 : 1;
 }
 
@@ -201,8 +201,8 @@ static double rms(int n, const double *v, const double *x, const double *xn,
 
 static int error_order(chrt_method m) { return m == CHRT_DOP853 ? 7 : 4; }
 
-double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, double t, const double *x,
-                            const double *f0, const double *p, double rtol,
+double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, void *ctx, double t,
+                            const double *x, const double *f0, double rtol,
                             double atol)
 {
     int n = r->nx;
@@ -211,7 +211,7 @@ double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, double t, const double *x,
     double d0 = rms(n, x, x, NULL, rtol, atol), d1 = rms(n, f0, x, NULL, rtol, atol);
     h0 = d0 < 1e-5 || d1 < 1e-5 ? 1e-6 : 0.01 * d0 / d1;
     axpy(n, y1, x, h0, f0);
-    if (call(r, f, t + h0, y1, p, f1) || !finite_all(n, f1)) return -1;
+    if (call(r, f, ctx, t + h0, y1, f1) || !finite_all(n, f1)) return -1;
     for (int i = 0; i < n; i++) f1[i] -= f0[i];
     double d2 = rms(n, f1, x, NULL, rtol, atol) / h0;
     if (d1 <= 1e-15 && d2 <= 1e-15)
@@ -235,9 +235,9 @@ static void stage_state(const chrt_rk *r, int s, const double *a, const double *
     }
 }
 
-int chrt_rk_attempt(chrt_rk *r, chrt_rhs f, double t, const double *x,
-                    const double *f0, double h, const double *p, double rtol,
-                    double atol, double *xn, double *fn, double *err)
+int chrt_rk_attempt(chrt_rk *r, chrt_rhs f, void *ctx, double t, const double *x,
+                    const double *f0, double h, double rtol, double atol,
+                    double *xn, double *fn, double *err)
 {
     int n = r->nx, dop = r->m == CHRT_DOP853, ns = dop ? 12 : 6, rc;
     double *y = stage_arg(r);
@@ -245,12 +245,12 @@ int chrt_rk_attempt(chrt_rk *r, chrt_rhs f, double t, const double *x,
     memcpy(krow(r, 0), f0, (size_t)n * sizeof *f0);
     for (int s = 1; s < ns; s++) {
         stage_state(r, s, dop ? dop_a[s] : dp5_a[s], x, h, y);
-        if ((rc = call(r, f, t + (dop ? dop_c[s] : dp5_c[s]) * h, y, p, krow(r, s))))
+        if ((rc = call(r, f, ctx, t + (dop ? dop_c[s] : dp5_c[s]) * h, y, krow(r, s))))
             return rc;
     }
     stage_state(r, ns, dop ? dop_b : dp5_b, x, h, xn);
     if (!finite_all(n, xn)) return 3;
-    if ((rc = call(r, f, t + h, xn, p, fn))) return rc;
+    if ((rc = call(r, f, ctx, t + h, xn, fn))) return rc;
     memcpy(krow(r, ns), fn, (size_t)n * sizeof *fn);
     /* The error estimate of each pair, as SciPy computes it. */
     if (dop) {
@@ -295,9 +295,9 @@ double chrt_rk_factor(const chrt_rk *r, double err, int after_reject)
     return fac;
 }
 
-int chrt_rk_dense_prepare(chrt_rk *r, chrt_rhs f, const double *x,
+int chrt_rk_dense_prepare(chrt_rk *r, chrt_rhs f, void *ctx, const double *x,
                           const double *f0, const double *xn,
-                          const double *fn, const double *p)
+                          const double *fn)
 {
     int n = r->nx, rc;
     double h = r->h, *F = dense_rows(r);
@@ -306,7 +306,7 @@ int chrt_rk_dense_prepare(chrt_rk *r, chrt_rhs f, const double *x,
         double *y = stage_arg(r);
         for (int s = 13; s < 16; s++) {
             stage_state(r, s, dop_a[s], x, h, y);
-            if ((rc = call(r, f, r->t0 + dop_c[s] * h, y, p, krow(r, s)))) return rc;
+            if ((rc = call(r, f, ctx, r->t0 + dop_c[s] * h, y, krow(r, s)))) return rc;
         }
         for (int i = 0; i < n; i++) {
             double dy = xn[i] - x[i];

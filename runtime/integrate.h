@@ -7,18 +7,18 @@
  * (simulate.h) accepts or rejects with the controller of Hairer's DOP853
  * and DOPRI5 codes (chrt_rk_factor).
  *
- * The right-hand side has the signature of emitted code (SPEC §4): it
- * returns 0 on success and nonzero where the system is singular (2 where
- * only the chart of the state is). A step fails when the right-hand side
- * fails or the new state is not finite; the state is then left as it was
- * before the step. */
+ * The right-hand side f(ctx, t, x, dxdt) returns, as emitted code does
+ * (SPEC §4), 0 on success and nonzero where the system is singular (2
+ * where only the chart of the state is); ctx is the caller's (the
+ * integration loop passes itself: parameters, Newton's start). A step
+ * fails when the right-hand side fails or the new state is not finite;
+ * the state is then left as it was before the step. */
 #ifndef CH_RT_INTEGRATE_H
 #define CH_RT_INTEGRATE_H
 
 #include <stddef.h>
 
-typedef int (*chrt_rhs)(double t, const double *x, const double *p,
-                        double *dxdt);
+typedef int (*chrt_rhs)(void *ctx, double t, const double *x, double *dxdt);
 
 typedef enum {
     CHRT_EULER,
@@ -55,7 +55,7 @@ typedef struct {
  * right-hand side failed, 2 when the new state is not finite, 3 when the
  * right-hand side returned 2 (its chart is numerically singular). */
 int chrt_step(const chrt_stepper *s, chrt_method m, chrt_rhs f, double t,
-              double h, double *x, const double *p);
+              double h, double *x, void *ctx);
 
 /* ---- embedded pairs ----------------------------------------------------------- */
 
@@ -75,8 +75,8 @@ size_t chrt_rk_work_size(int nx);
  * select_initial_step computes it: one right-hand side call at an Euler
  * step; f0 = f(t, x). Returns the step (> 0), or -1 when that call fails
  * (the caller then starts from a small step). */
-double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, double t, const double *x,
-                            const double *f0, const double *p, double rtol,
+double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, void *ctx, double t,
+                            const double *x, const double *f0, double rtol,
                             double atol);
 
 /* One attempt of size h from (t, x) with f0 = f(t, x): the new state into
@@ -84,9 +84,9 @@ double chrt_rk_initial_step(chrt_rk *r, chrt_rhs f, double t, const double *x,
  * atol + rtol*max(|x|, |xn|) into *err (accept when < 1). Returns 0;
  * 1 when a right-hand side call failed, 2 when it reported a singular
  * chart (returned 2), 3 when xn or the error is not finite. */
-int chrt_rk_attempt(chrt_rk *r, chrt_rhs f, double t, const double *x,
-                    const double *f0, double h, const double *p, double rtol,
-                    double atol, double *xn, double *fn, double *err);
+int chrt_rk_attempt(chrt_rk *r, chrt_rhs f, void *ctx, double t, const double *x,
+                    const double *f0, double h, double rtol, double atol,
+                    double *xn, double *fn, double *err);
 
 /* The step-size factor after an attempt with error norm err (SciPy's and
  * Hairer's controller: safety 0.9, err^(-1/(q+1)) with q the order of the
@@ -96,9 +96,9 @@ double chrt_rk_factor(const chrt_rk *r, double err, int after_reject);
 /* Prepares the interpolant on [t, t + h] of the last successful attempt
  * (x, f0 at its start, xn, fn at its end): dop853 needs three more
  * right-hand side calls (0, or 1, 2 as chrt_rk_attempt), rk45 none. */
-int chrt_rk_dense_prepare(chrt_rk *r, chrt_rhs f, const double *x,
+int chrt_rk_dense_prepare(chrt_rk *r, chrt_rhs f, void *ctx, const double *x,
                           const double *f0, const double *xn,
-                          const double *fn, const double *p);
+                          const double *fn);
 
 /* The interpolant at t in [t0, t0 + h] into y (7th order for dop853, 4th
  * for rk45); x is the state at t0. */

@@ -185,6 +185,10 @@ struct loop {
     int stopped;          /* a stop event ended the run at L->t */
     int ext_started;      /* the external stepper ran (its counts are ours) */
     double *x, *xn, *f, *fn, *y, *row;
+    /* Newton's start (s->newton): the velocities at the last accepted
+     * state (vs_ok 0: none yet, the model's initial ones); vt scratch */
+    double *vs, *vt;
+    int vs_ok;
     double *ga, *gb, *gc; /* event values at the step's ends, at a probe */
     chrt_stepper fixed;
     chrt_rk rk;
@@ -207,6 +211,7 @@ static void loop_free(loop *L)
     free(L->fixed.work);
     free(L->rk.work);
     free(L->ga);
+    free(L->vs);
 }
 
 static int loop_alloc(loop *L)
@@ -228,8 +233,37 @@ static int loop_alloc(loop *L)
     size_t nev = L->s->nev > 0 ? (size_t)L->s->nev : 0;
     L->ga = malloc((3 * nev + 1) * sizeof *L->ga);
     if (L->ga) L->gb = L->ga + nev, L->gc = L->gb + nev;
+    L->vs = malloc((2 * (size_t)L->s->nq + 1) * sizeof *L->vs);
+    if (L->vs) L->vt = L->vs + L->s->nq;
     return L->xn && L->f && L->fn && L->y && L->row && L->fixed.work && L->rk.work
-               && L->ga ? 0 : -1;
+               && L->ga && L->vs ? 0 : -1;
+}
+
+/* Newton's start for the system's functions at a state near the last
+ * accepted one. */
+static const double *vstart(const loop *L)
+{
+    return L->s->newton && L->vs_ok ? L->vs : NULL;
+}
+
+/* After a state was accepted (or moved: projection, re-chart): its
+ * velocities become Newton's start. Where they cannot be computed the
+ * start stays (the row or the next step reports the failure). */
+static void track(loop *L)
+{
+    if (!L->s->newton) return;
+    if (L->s->velocities(L->t, L->x, L->p, vstart(L), L->vt) == 0
+        && state_finite(L->vt, L->s->nq)) {
+        memcpy(L->vs, L->vt, (size_t)L->s->nq * sizeof *L->vs);
+        L->vs_ok = 1;
+    }
+}
+
+/* The right-hand side of the steppers (chrt_rhs): ctx is the loop. */
+static int loop_rhs(void *ctx, double t, const double *x, double *dxdt)
+{
+    loop *L = ctx;
+    return L->s->rhs(t, x, L->p, vstart(L), dxdt);
 }
 
 /* The row of state x at t to the sink; nonzero: an index into row_failure,
@@ -244,10 +278,10 @@ static int emit_row(loop *L, double t, const double *x)
     if (!L->sink || !L->sink->row) return 0;
     v[0] = t;
     memcpy(v + 1, x, (size_t)nq * sizeof *v);
-    if (s->velocities(t, x, L->p, v + 1 + nq)) return 1;
+    if (s->velocities(t, x, L->p, vstart(L), v + 1 + nq)) return 1;
     if (!state_finite(v + 1 + nq, nq)) return 2;
-    v[1 + 2 * nq] = s->energy(t, x, L->p);
-    if (s->nout && s->outputs(t, x, L->p, v + 2 + 2 * nq)) return 1;
+    v[1 + 2 * nq] = s->energy(t, x, L->p, vstart(L));
+    if (s->nout && s->outputs(t, x, L->p, vstart(L), v + 2 + 2 * nq)) return 1;
     return L->sink->row(L->sink->ctx, v, 2 + 2 * nq + s->nout) ? -1 : 0;
 }
 
@@ -270,7 +304,7 @@ static int restart_rk(loop *L)
 {
     if (L->t >= L->o->t1) return CHRT_OK;
     L->rk.nfev++;
-    if (L->s->rhs(L->t, L->x, L->p, L->f) || !state_finite(L->f, L->s->nx))
+    if (loop_rhs(L, L->t, L->x, L->f) || !state_finite(L->f, L->s->nx))
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): %s", L->t,
                     step_no(L) + 1, rhs_failure);
@@ -281,7 +315,7 @@ static int restart_rk(loop *L)
 static int project(loop *L, double t, double *x)
 {
     if (!L->o->project || !L->s->project) return CHRT_OK;
-    if (L->s->project(t, x, L->p) || !state_finite(x, L->s->nx))
+    if (L->s->project(t, x, L->p, vstart(L)) || !state_finite(x, L->s->nx))
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): the projection %s",
                     t, step_no(L),
@@ -327,7 +361,7 @@ static int chart_check(loop *L, int *moved)
     char note[256];
     *moved = 0;
     if (!s->chart_quality) return CHRT_OK;
-    double q = s->chart_quality(L->t, L->x, L->p);
+    double q = s->chart_quality(L->t, L->x, L->p, vstart(L));
     if (q >= L->o->chart_min) {
         double rate = L->cq_t >= 0 && L->t > L->cq_t ? (L->cq - q) / (L->t - L->cq_t) : 0;
         L->cq_rate = rate > 0 ? rate : 0;
@@ -338,12 +372,13 @@ static int chart_check(loop *L, int *moved)
     note[0] = 0;
     if (!L->o->rechart) no_rechart_note(s, note, sizeof note);
     if (L->o->rechart
-        && L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, &L->s, note,
+        && L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, vstart(L), &L->s, note,
                          sizeof note) == 0) {
         L->st.recharts++;
         *moved = 1;
         if (L->sink && L->sink->note) L->sink->note(L->sink->ctx, L->t, note);
-        double q2 = L->s->chart_quality ? L->s->chart_quality(L->t, L->x, L->p) : 1;
+        double q2 = L->s->chart_quality ? L->s->chart_quality(L->t, L->x, L->p, vstart(L))
+                                        : 1;
         if (state_finite(L->x, L->s->nx) && q2 >= L->o->chart_min) {
             L->cq = q2, L->cq_t = L->t;
             return CHRT_OK;
@@ -359,13 +394,15 @@ static int chart_check(loop *L, int *moved)
                 note[0] ? note : "no other chart to switch to");
 }
 
-/* Projection and the chart check at the current state; f is recomputed
- * when either moved it. */
+/* Projection and the chart check at the current state, whose velocities
+ * then become Newton's start; f is recomputed when either moved it. */
 static int settle(loop *L)
 {
     int rc, moved;
+    track(L);
     if ((rc = project(L, L->t, L->x))) return rc;
     if ((rc = chart_check(L, &moved))) return rc;
+    if (moved || (L->o->project && L->s->project)) track(L);
     if (!L->st.accepted) return CHRT_OK; /* the stepper's start follows */
     return moved || (L->o->project && L->s->project) ? L->ops->restart(L) : CHRT_OK;
 }
@@ -400,8 +437,8 @@ static int start_rk(loop *L)
     if (rc) return rc;
     L->h = o->dt;
     if (L->h <= 0 && L->t < o->t1) {
-        L->h = chrt_rk_initial_step(&L->rk, L->s->rhs, L->t, L->x, L->f, L->p,
-                                    o->rtol, o->atol);
+        L->h = chrt_rk_initial_step(&L->rk, loop_rhs, L, L->t, L->x, L->f, o->rtol,
+                                    o->atol);
         if (L->h < 0) L->h = 1e-6 * (o->t1 - L->t);
     }
     return CHRT_OK;
@@ -435,8 +472,8 @@ static int advance_rk(loop *L)
         double tn = t + L->h;
         if (tn > t1) tn = t1;
         double h = tn - t;
-        int rc = chrt_rk_attempt(&L->rk, L->s->rhs, t, L->x, L->f, h, L->p,
-                                 o->rtol, o->atol, L->xn, L->fn, &err);
+        int rc = chrt_rk_attempt(&L->rk, loop_rhs, L, t, L->x, L->f, h, o->rtol,
+                                 o->atol, L->xn, L->fn, &err);
         if (rc == 0 && err < 1) {
             L->h = h * chrt_rk_factor(&L->rk, err, rejected);
             L->tn = tn;
@@ -472,8 +509,7 @@ static int advance_fixed(loop *L)
     L->tn = L->k + 1 < L->nsteps ? L->t0 + (double)(L->k + 1) * dt : L->o->t1;
     memcpy(L->xn, L->x, (size_t)L->s->nx * sizeof *L->xn);
     L->st.rhs_calls += chrt_method_stages(L->o->method);
-    int rc = chrt_step(&L->fixed, L->o->method, L->s->rhs, L->t, L->tn - L->t,
-                       L->xn, L->p);
+    int rc = chrt_step(&L->fixed, L->o->method, loop_rhs, L->t, L->tn - L->t, L->xn, L);
     if (rc)
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): %s", L->t,
@@ -488,7 +524,7 @@ static int advance_fixed(loop *L)
 /* The dense output of the accepted step at tq into L->y. */
 static int dense_rk(loop *L, double tq)
 {
-    int rc = chrt_rk_dense_prepare(&L->rk, L->s->rhs, L->x, L->f, L->xn, L->fn, L->p);
+    int rc = chrt_rk_dense_prepare(&L->rk, loop_rhs, L, L->x, L->f, L->xn, L->fn);
     if (rc)
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): the dense output "
@@ -504,7 +540,7 @@ static int dense_fixed(loop *L, double tq)
     memcpy(L->y, L->x, (size_t)L->s->nx * sizeof *L->y);
     L->st.rhs_calls += chrt_method_stages(L->o->method);
     if (tq > L->t
-        && chrt_step(&L->fixed, L->o->method, L->s->rhs, L->t, tq - L->t, L->y, L->p))
+        && chrt_step(&L->fixed, L->o->method, loop_rhs, L->t, tq - L->t, L->y, L))
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): the state inside "
                     "the step failed", L->t, step_no(L));
@@ -523,7 +559,8 @@ static int start_ext(loop *L)
 {
     const chrt_ext_stepper *e = L->o->ext;
     char why[400];
-    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, why, sizeof why))
+    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, L->s->newton ? L->vs : NULL, why,
+                 sizeof why))
         return ext_fail(L, L->t, why);
     L->ext_started = 1;
     return CHRT_OK;
@@ -566,7 +603,7 @@ static int restart_ext(loop *L)
  * evaluated. */
 static int events_at(loop *L, double t, const double *x, double *g)
 {
-    if (L->s->events(t, x, L->p, g) || !state_finite(g, L->s->nev))
+    if (L->s->events(t, x, L->p, vstart(L), g) || !state_finite(g, L->s->nev))
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): the event "
                     "functions cannot be evaluated", t, step_no(L));
@@ -747,7 +784,7 @@ static int run(loop *L)
 }
 
 int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
-                   double *x, const double *p, const chrt_sink *sink,
+                   double *x, const double *p, double *vs, const chrt_sink *sink,
                    chrt_stats *st, double *t, char *errbuf, size_t errlen)
 {
     loop L;
@@ -767,6 +804,10 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
         return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
     }
     L.x = x;
+    if (vs && !isnan(vs[0]) && (*s)->nq > 0) {
+        memcpy(L.vs, vs, (size_t)(*s)->nq * sizeof *vs);
+        L.vs_ok = 1;
+    }
     rc = run(&L);
     /* The loop swaps its buffers: hand the state back in x, free the other. */
     if (L.x != x) {
@@ -781,6 +822,10 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
     }
     *t = L.t;
     *s = L.s;
+    if (vs) { /* the velocities at x: Newton's start of the next call */
+        track(&L);
+        for (int i = 0; i < L.s->nq; i++) vs[i] = L.vs_ok ? L.vs[i] : NAN;
+    }
     if (st) *st = L.st;
     loop_free(&L);
     return rc;
@@ -833,7 +878,7 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
     csv_sink c = {out, also};
     chrt_sink sink = {csv_row, csv_note, &c};
     put_header(s, out);
-    rc = chrt_integrate(&s, o, 0, x, p, &sink, st, &t, errbuf, errlen);
+    rc = chrt_integrate(&s, o, 0, x, p, NULL, &sink, st, &t, errbuf, errlen);
     free(x);
     /* The rows before a failure are part of the result: flush them too. */
     if (fflush(out) != 0 || ferror(out)) {
@@ -1068,7 +1113,7 @@ static void note_recomputed(init_ctx *c, const double *p, chrt_args *a)
         if (len < 0 || (size_t)len >= sizeof a->warning - n) return;
         n += (size_t)len;
     }
-    if (c->s->velocities(0, c->x0, p, c->qt)) return;
+    if (c->s->velocities(0, c->x0, p, NULL, c->qt)) return;
     for (i = 0; i < c->s->nq; i++) {
         double w = c->want[i], g = c->qt[i];
         if (!(c->given[i] & 1) || fabs(g - w) <= 1e-9 * (fabs(w) > 1 ? fabs(w) : 1)) continue;
@@ -1098,7 +1143,7 @@ static int apply_inits(const chrt_system *s, int argc, char **argv, double *x0,
         }
         memcpy(c.q, x0, (size_t)s->nq * sizeof *c.q);
         /* The model's initial velocities, as s->initial saw them. */
-        if (s->velocities(0, x0, s->param_defaults, c.qt)) {
+        if (s->velocities(0, x0, s->param_defaults, NULL, c.qt)) {
             rc = fail(errbuf, errlen, CHRT_EXIT_NUMERIC,
                       "numerical failure at t = 0 (step 0): the velocities of "
                       "the model's initial state are singular");

@@ -27,6 +27,11 @@
 
 #include "integrate.h"
 
+/* The functions taking vs are the emitted PREFIX_*_from (SPEC §4): vs
+ * (nq velocities of a nearby state, or NULL for the model's initial one)
+ * is the start of the Newton iterations that reconstruct the velocities
+ * where newton is 1 (implicit alpha, a numeric Legendre inverse); the
+ * loop passes the velocities of the last accepted state. */
 typedef struct {
     const char *name; /* the emitted prefix, for messages */
     int nx, nq, np, nout;
@@ -35,11 +40,14 @@ typedef struct {
     const double *param_defaults;    /* np */
     const char *const *output_names; /* nout (may be NULL when nout = 0) */
     void (*initial)(double *x);
-    int (*rhs)(double t, const double *x, const double *p, double *dxdt);
-    double (*energy)(double t, const double *x, const double *p);
-    int (*velocities)(double t, const double *x, const double *p, double *qt);
-    int (*outputs)(double t, const double *x, const double *p, double *out);
-    int (*project)(double t, double *x, const double *p); /* may be NULL */
+    int (*rhs)(double t, const double *x, const double *p, const double *vs,
+               double *dxdt);
+    double (*energy)(double t, const double *x, const double *p, const double *vs);
+    int (*velocities)(double t, const double *x, const double *p, const double *vs,
+                      double *qt);
+    int (*outputs)(double t, const double *x, const double *p, const double *vs,
+                   double *out);
+    int (*project)(double t, double *x, const double *p, const double *vs); /* may be NULL */
     /* The form's state from all coordinates and velocities (dependent
      * velocities recomputed from the constraints, momenta from the
      * Legendre map); nonzero where singular. May be NULL. */
@@ -48,14 +56,16 @@ typedef struct {
     /* Conditioning of the chart of a reduced or hamilton form at x: a
      * number in [0, 1], 0 where the chart is singular. NULL when the
      * form has no chart (full form). */
-    double (*chart_quality)(double t, const double *x, const double *p);
+    double (*chart_quality)(double t, const double *x, const double *p, const double *vs);
     /* Events (`event NAME = EXPR [stop]`): nev functions g(t, x) whose
      * zero crossings the loop locates; event_stop[j] ends the run there.
      * nev = 0: none (events and the tables may be NULL). */
     int nev;
     const char *const *event_names;
     const int *event_stop;
-    int (*events)(double t, const double *x, const double *p, double *g);
+    int (*events)(double t, const double *x, const double *p, const double *vs,
+                  double *g);
+    int newton; /* 1: the loop passes Newton's start vs (see above) */
 } chrt_system;
 
 /* Re-chart below this chart quality (chrt_options.chart_min). */
@@ -68,10 +78,13 @@ typedef struct chrt_options chrt_options;
  * function returns 0, or nonzero with the reason in err. */
 typedef struct {
     void *ctx;
-    /* Starts at (t0, x) on s's right-hand side, never to pass o->t1. */
+    /* Starts at (t0, x) on s's right-hand side, never to pass o->t1; vs
+     * (NULL when s->newton is 0) is the loop's Newton start for every
+     * right-hand side call, which the loop keeps at the last accepted
+     * state. */
     int (*start)(void *ctx, const chrt_system *s, const chrt_options *o,
-                 double t0, const double *x, const double *p, char *err,
-                 size_t errlen);
+                 double t0, const double *x, const double *p, const double *vs,
+                 char *err, size_t errlen);
     /* One accepted step, at most hmax long (0: no bound beyond the
      * options' dt_max; the loop's cap where a chart degrades): its end
      * time and state. */
@@ -106,11 +119,13 @@ struct chrt_options {
     double max_steps; /* adaptive: accepted steps before a failure; fixed: largest N */
     double chart_min; /* re-chart when chart_quality < chart_min; default CHRT_CHART_MIN */
     /* Optional (NULL: none). Replaces *s by a system of a better chart and
-     * x (same nx) by the same mechanical state in it; writes a one-line
-     * note ("t = 1.5708: dependent velocities x' (were y')"). Returns 0,
-     * or nonzero when no better chart exists (note says why). */
+     * x (same nx) by the same mechanical state in it (vs: Newton's start
+     * for its velocities, as in chrt_system); writes a one-line note
+     * ("t = 1.5708: dependent velocities x' (were y')"). Returns 0, or
+     * nonzero when no better chart exists (note says why). */
     int (*rechart)(void *ctx, double t, double *x, const double *p,
-                   const chrt_system **s, char *note, size_t notelen);
+                   const double *vs, const chrt_system **s, char *note,
+                   size_t notelen);
     void *rechart_ctx;
     /* The stepper of CHRT_CVODE (NULL: that method is refused). */
     const chrt_ext_stepper *ext;
@@ -152,13 +167,17 @@ typedef struct {
 /* THE integration loop: from (t0, x) to o->t1 with parameters p, rows to
  * sink (NULL: none). *s may be replaced by o->rechart. On return
  * x holds the last accepted state and *t its time (t1 on success, the
- * event's time after a stop event).
+ * event's time after a stop event). Where (*s)->newton, the Newton
+ * iterations of the velocities start from those of the last accepted
+ * state; vs (nq values, may be NULL) carries them between calls: on entry
+ * the start at (t0, x) unless vs[0] is NaN (then the model's initial
+ * velocities), on return the velocities at x (NaN where unknown).
  * Returns CHRT_OK; CHRT_EXIT_USAGE for invalid options; CHRT_EXIT_NUMERIC
  * when the run cannot go on (errbuf: "numerical failure at t = T ...:
  * reason"; the rows before stay written); CHRT_EXIT_IO when the sink
  * fails or memory runs out. st (may be NULL) gets the statistics. */
 int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
-                   double *x, const double *p, const chrt_sink *sink,
+                   double *x, const double *p, double *vs, const chrt_sink *sink,
                    chrt_stats *st, double *t, char *errbuf, size_t errlen);
 
 /* The CSV of SPEC §2 to out: the header, then the rows of chrt_integrate
@@ -211,7 +230,8 @@ int chrt_main(const chrt_system *s, int argc, char **argv);
 typedef struct {
     const chrt_sink *also;
     int (*rechart)(void *ctx, double t, double *x, const double *p,
-                   const chrt_system **s, char *note, size_t notelen);
+                   const double *vs, const chrt_system **s, char *note,
+                   size_t notelen);
     void *rechart_ctx;
     const chrt_ext_stepper *ext; /* the stepper of --method cvode, or NULL */
 } chrt_main_hooks;

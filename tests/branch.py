@@ -2,7 +2,8 @@
 """How the dependent velocities alpha are chosen and solved (issue 39):
 pivots and charts regular at the initial state, closed forms for one
 constraint quadratic in its dependent velocity on the initial state's
-branch, Newton started from the initial dependent velocities.
+branch, Newton started from the velocities of the last accepted state
+(the first time from the initial ones).
 
 Usage: branch.py CHETAEV SRCDIR
 
@@ -255,6 +256,63 @@ def check_quartic(suite, exe, d):
                 "quartic other branch full form", "exit %d %s" % (rc, err.strip()[:120]))
 
 
+def check_track(suite, exe, d, tmp):
+    """Implicit alpha's Newton starts from the velocities of the last
+    accepted state (cubic.nh: the root moves far from the initial one):
+    every method and form, the driver program and the emitted API."""
+    model = os.path.join(d, "cubic.nh")
+    t1 = 4.0
+    exact = [t1, t1 + t1 ** 2 / 2, t1 + t1 ** 2 / 2 + t1 ** 3 / 6, 1 + t1, t1 + t1 ** 2 / 2 + 1]
+    for method in (None, "rk4", "cvode"):
+        for form in ("full", "reduced", "hamilton"):
+            extra = [] if method is None else ["--method", method]
+            dt = 1e-3 if method == "rk4" else None
+            args = extra if method != "rk4" else []
+            rc, head, rows, err = run(exe, model, form, t1, dt, 1000000, *args)
+            name = "cubic %s %s" % (form, method or "dop853")
+            if not suite.check(rc == 0 and rows and rows[-1][0] == t1, name + " runs",
+                               "exit %d %s" % (rc, err.strip()[:200])):
+                continue
+            worst = max(abs(a - b) / (1 + abs(b)) for a, b in zip(rows[-1][:5], exact))
+            tol = 1e-10 if method == "rk4" else 1e-8
+            suite.check(worst <= tol, name + " exact motion",
+                        "last row %s, exact %s, max scaled difference %.3g"
+                        % (rows[-1][:5], exact, worst))
+    # the dependency-free driver program carries the start too
+    out = os.path.join(tmp, "cubic_driver")
+    rc, _, err = call(exe, ["emit", model, "--form", "reduced", "--driver", "-o", out])
+    prog = os.path.join(out, "prog")
+    p = subprocess.run(["cc", "-O2", "-o", prog] + [os.path.join(out, f) for f in os.listdir(out)
+                                                      if f.endswith(".c")] + ["-lm"],
+                       capture_output=True, text=True)
+    rc, stdout, err = call(prog, ["--t1", "4"]) if p.returncode == 0 else (1, "", p.stderr)
+    last = [float(v) for v in stdout.strip().splitlines()[-1].split(",")][:5] if rc == 0 else []
+    suite.check(rc == 0 and max(abs(a - b) / (1 + abs(b)) for a, b in zip(last, exact)) <= 1e-8,
+                "cubic driver program", "exit %d, last %s %s" % (rc, last, err.strip()[:200]))
+    # the emitted API: at the exact state of t = 4, PREFIX_velocities
+    # (Newton from the initial y' = 1) lands on the root u = -1 (y' = 11),
+    # PREFIX_velocities_from from nearby velocities stays on u = 1 (y' = 13)
+    harness = os.path.join(tmp, "cubic_api.c")
+    with open(harness, "w") as f:
+        f.write('#include <stdio.h>\n#include "cubic_reduced.h"\n'
+                "int main(void)\n{\n"
+                "    double x[3] = {12, 0, 5}, vs[2] = {4.9, 12.8}, v[2], w[2];\n"
+                "    if (cubic_reduced_velocities(4, x, cubic_reduced_param_defaults, v) ||\n"
+                "        cubic_reduced_velocities_from(4, x, cubic_reduced_param_defaults, vs, w))\n"
+                "        return 1;\n"
+                '    printf("%d %.17g %.17g\\n", cubic_reduced_NEWTON, v[1], w[1]);\n'
+                "    return 0;\n}\n")
+    api = os.path.join(tmp, "cubic_api")
+    p = subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-I", out,
+                        "-o", api, harness, os.path.join(out, "cubic_reduced.c"), "-lm"],
+                       capture_output=True, text=True)
+    rc, stdout, err = call(api, []) if p.returncode == 0 else (1, "", p.stderr)
+    got = stdout.split()
+    suite.check(rc == 0 and got[0] == "1" and abs(float(got[1]) - 11) < 1e-12
+                and abs(float(got[2]) - 13) < 1e-12, "cubic velocities_from",
+                "exit %d: %s %s" % (rc, stdout.strip(), err.strip()[:200]))
+
+
 def check_choice(suite, exe, d, tmp):
     """The tool's choice is regular at the initial state; a user's singular
     one is an error that names the block and suggests a regular one."""
@@ -313,6 +371,7 @@ def main():
         check_car(suite, exe, d)
         check_pivot(suite, exe, d)
         check_quartic(suite, exe, d)
+        check_track(suite, exe, d, tmp)
         check_choice(suite, exe, d, tmp)
         check_strict_c(suite, exe, d, tmp)
     print("branch: %d passed, %d failed" % (suite.passed, suite.failed))

@@ -413,8 +413,49 @@ static void test_events_cvode(void)
     ch_system_free(d);
 }
 
+/* Implicit alpha's Newton starts from the velocities of the current
+ * state, carried between ch_system_integrate calls (tests/branch/cubic.nh:
+ * y' - x is a root of u^3 - u, the motion on u = 1; from the initial
+ * y' = 1 Newton would land on u = -1 from x = 2 on). Exact at t = 4:
+ * x = 12, x' = 5, y' = 13, E = 97. */
+static void test_newton_start(void)
+{
+    static const char cubic[] =
+        "coordinates x y\n"
+        "parameters F=1\n"
+        "lagrangian (x'^2 + y'^2)/2\n"
+        "constraint (y' - x)^3 - (y' - x) = 0\n"
+        "force x = F\n"
+        "dependent y'\n"
+        "initial x=0 y=0 x'=1 y'=1\n";
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("cubic.nh", cubic, strlen(cubic), &err);
+    CHECK_MSG(pb != NULL, "%s", err.msg);
+    if (!pb) return;
+    for (int f = 0; f < 2; f++) {
+        ch_system *s = ch_system_compile(pb, f ? "hamilton" : "reduced", NULL, &err);
+        CHECK_MSG(s != NULL, "%s", err.msg);
+        if (!s) continue;
+        double qt[2];
+        for (int k = 1; k <= 4; k++)
+            CHECK_MSG(ch_system_integrate(s, k, NULL, 0, &err) == 0, "%s", err.msg);
+        CHECK(ch_system_velocities(s, qt, &err) == 0);
+        CHECK_NEAR(ch_system_state(s)[0], 12, 1e-8);
+        CHECK_NEAR(qt[0], 5, 1e-8);
+        CHECK_NEAR(qt[1], 13, 1e-8);
+        CHECK_NEAR(ch_system_energy(s), 97, 1e-7);
+        /* a state set by hand: its velocities from the given ones */
+        CHECK(ch_system_set_state(s, "x'", 5.5, &err) == 0);
+        CHECK(ch_system_velocities(s, qt, &err) == 0);
+        CHECK_NEAR(qt[1], 13, 1e-8);
+        ch_system_free(s);
+    }
+    ch_problem_free(pb);
+}
+
 int main(void)
 {
+    RUN(test_newton_start);
     RUN(test_recharting);
     RUN(test_errors);
     RUN(test_queries);

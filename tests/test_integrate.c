@@ -21,8 +21,10 @@ static long calls;
 enum { OSC, DECAY, NONAUT, NPROB };
 static const int prob_nx[NPROB] = {2, 1, 1};
 
-static int osc(double t, const double *x, const double *p, double *dx)
+static int osc(double t, const double *x, const double *p, const double *vs,
+                double *dx)
 {
+    (void)vs;
     (void)t, (void)p;
     calls++;
     dx[0] = x[1];
@@ -30,23 +32,46 @@ static int osc(double t, const double *x, const double *p, double *dx)
     return 0;
 }
 
-static int decay(double t, const double *x, const double *p, double *dx)
+static int decay(double t, const double *x, const double *p, const double *vs,
+                  double *dx)
 {
+    (void)vs;
     (void)t, (void)p;
     calls++;
     dx[0] = -x[0];
     return 0;
 }
 
-static int nonaut(double t, const double *x, const double *p, double *dx)
+static int nonaut(double t, const double *x, const double *p, const double *vs,
+                   double *dx)
 {
+    (void)vs;
     (void)p;
     calls++;
     dx[0] = x[0] * cos(t);
     return 0;
 }
 
-static const chrt_rhs prob_rhs[NPROB] = {osc, decay, nonaut};
+typedef int (*sys_rhs)(double t, const double *x, const double *p, const double *vs,
+                       double *dx);
+static const sys_rhs prob_sys[NPROB] = {osc, decay, nonaut};
+/* the same as the steppers' chrt_rhs */
+static int osc_f(void *c, double t, const double *x, double *dx)
+{
+    (void)c;
+    return osc(t, x, NULL, NULL, dx);
+}
+static int decay_f(void *c, double t, const double *x, double *dx)
+{
+    (void)c;
+    return decay(t, x, NULL, NULL, dx);
+}
+static int nonaut_f(void *c, double t, const double *x, double *dx)
+{
+    (void)c;
+    return nonaut(t, x, NULL, NULL, dx);
+}
+static const chrt_rhs prob_rhs[NPROB] = {osc_f, decay_f, nonaut_f};
 
 static void exact(int prob, double t, double *x)
 {
@@ -80,19 +105,19 @@ static double fixed_error(chrt_method m, int prob, double T, int n, int dense)
     chrt_rk r = new_rk(m, nx);
     double x[2], xn[2], f[2], fn[2], y[2], err, h = T / n, worst = 0;
     exact(prob, 0, x);
-    prob_rhs[prob](0, x, NULL, f);
+    prob_rhs[prob](NULL, 0, x, f);
     for (int k = 0; k < n; k++) {
         double t = k * h;
-        if (chrt_rk_attempt(&r, prob_rhs[prob], t, x, f, h, NULL, 1, 1, xn, fn, &err))
+        if (chrt_rk_attempt(&r, prob_rhs[prob], NULL, t, x, f, h, 1, 1, xn, fn, &err))
             return NAN;
         if (dense) {
             /* From the exact state at t, so that the interpolant's own
              * error is measured, not the global error. */
             double xe[2], fe[2];
             exact(prob, t, xe);
-            prob_rhs[prob](t, xe, NULL, fe);
-            chrt_rk_attempt(&r, prob_rhs[prob], t, xe, fe, h, NULL, 1, 1, xn, fn, &err);
-            chrt_rk_dense_prepare(&r, prob_rhs[prob], xe, fe, xn, fn, NULL);
+            prob_rhs[prob](NULL, t, xe, fe);
+            chrt_rk_attempt(&r, prob_rhs[prob], NULL, t, xe, fe, h, 1, 1, xn, fn, &err);
+            chrt_rk_dense_prepare(&r, prob_rhs[prob], NULL, xe, fe, xn, fn);
             chrt_rk_dense_eval(&r, xe, t + 0.37 * h, y);
             worst = fmax(worst, max_err(prob, t + 0.37 * h, y));
         }
@@ -136,26 +161,33 @@ static const char *const names2[] = {"x", "x'"};
 /* The exact solutions at t = 0: x = 1 (and x' = 0 for the oscillator). */
 static void init1(double *x) { x[0] = 1; }
 static void init_osc(double *x) { x[0] = 1, x[1] = 0; }
-static double energy0(double t, const double *x, const double *p)
+static double energy0(double t, const double *x, const double *p, const double *vs)
 {
+    (void)vs;
     (void)t, (void)p;
     return x[0];
 }
-static int vel1(double t, const double *x, const double *p, double *qt)
+static int vel1(double t, const double *x, const double *p, const double *vs,
+                 double *qt)
 {
+    (void)vs;
     /* y' of y' = -y or y cos t: the row's velocity column */
     (void)p;
     qt[0] = t < 0 ? 0 : x[0];
     return 0;
 }
-static int vel2(double t, const double *x, const double *p, double *qt)
+static int vel2(double t, const double *x, const double *p, const double *vs,
+                 double *qt)
 {
+    (void)vs;
     (void)t, (void)p;
     qt[0] = x[1];
     return 0;
 }
-static int no_outputs(double t, const double *x, const double *p, double *o)
+static int no_outputs(double t, const double *x, const double *p, const double *vs,
+                       double *o)
 {
+    (void)vs;
     (void)t, (void)x, (void)p, (void)o;
     return 0;
 }
@@ -169,7 +201,7 @@ static chrt_system fake(int prob)
     s.nq = 1;
     s.state_names = prob == OSC ? names2 : names1;
     s.initial = prob == OSC ? init_osc : init1;
-    s.rhs = prob_rhs[prob];
+    s.rhs = prob_sys[prob];
     s.energy = energy0;
     s.velocities = prob == OSC ? vel2 : vel1;
     s.outputs = no_outputs;
@@ -212,7 +244,7 @@ static int run(int prob, const chrt_options *o, rows *r, chrt_stats *st,
     memset(r, 0, sizeof *r);
     exact(prob, 0, x);
     calls = 0;
-    return chrt_integrate(&sp, o, 0, x, NULL, &sink, st, &t, msg, 300);
+    return chrt_integrate(&sp, o, 0, x, NULL, NULL, &sink, st, &t, msg, 300);
 }
 
 static void test_tolerance(void)
@@ -361,8 +393,10 @@ static void test_stats(void)
 
 /* y' = 1 failing for t > 0.5 (returns code), the state itself fine. */
 static int fail_code = 1;
-static int fails_late(double t, const double *x, const double *p, double *dx)
+static int fails_late(double t, const double *x, const double *p, const double *vs,
+                       double *dx)
 {
+    (void)vs;
     (void)x, (void)p;
     calls++;
     dx[0] = 1;
@@ -384,7 +418,7 @@ static void test_failures(void)
         chrt_stats st;
         double x[1] = {0}, t;
         char msg[300];
-        int rc = chrt_integrate(&sp, &o, 0, x, NULL, &sink, &st, &t, msg, sizeof msg);
+        int rc = chrt_integrate(&sp, &o, 0, x, NULL, NULL, &sink, &st, &t, msg, sizeof msg);
         CHECK(rc == CHRT_EXIT_NUMERIC);
         CHECK_MSG(strstr(msg, "step size too small at t = 0.49999") != NULL, "%s", msg);
         CHECK_MSG(strstr(msg, code == 1 ? "the right-hand side failed"
@@ -407,7 +441,7 @@ static void test_failures(void)
     o.dt = 0.125;
     double x[1] = {0}, t;
     char msg[300];
-    CHECK(chrt_integrate(&sp, &o, 0, x, NULL, NULL, NULL, &t, msg, sizeof msg)
+    CHECK(chrt_integrate(&sp, &o, 0, x, NULL, NULL, NULL, NULL, &t, msg, sizeof msg)
           == CHRT_EXIT_NUMERIC);
     CHECK_STR(msg, "numerical failure at t = 0.5 (step 5): the right-hand side "
                    "failed: singular system or Newton not converged");
@@ -426,7 +460,7 @@ static void test_failures(void)
         o.rtol = bad[i].rtol, o.atol = bad[i].atol, o.dt_max = bad[i].dt_max;
         o.dt_out = bad[i].dt_out, o.method = bad[i].m;
         calls = 0;
-        CHECK(chrt_integrate(&sp, &o, 0, x, NULL, NULL, NULL, &t, msg, sizeof msg)
+        CHECK(chrt_integrate(&sp, &o, 0, x, NULL, NULL, NULL, NULL, &t, msg, sizeof msg)
               == CHRT_EXIT_USAGE);
         CHECK_STR(msg, bad[i].msg);
         CHECK(calls == 0);
@@ -438,26 +472,32 @@ static void test_failures(void)
 /* Chart A: x'' = -x in (x, v); its quality drops below 1e-2 for t > 1.
  * Chart B: the same motion in (x, w) with w = 2v (x' = w/2, w' = -2x),
  * of quality 1 everywhere. The mechanical state does not change. */
-static double quality_a(double t, const double *x, const double *p)
+static double quality_a(double t, const double *x, const double *p, const double *vs)
 {
+    (void)vs;
     (void)x, (void)p;
     return t > 1 ? 1e-3 : 1;
 }
-static double quality_b(double t, const double *x, const double *p)
+static double quality_b(double t, const double *x, const double *p, const double *vs)
 {
+    (void)vs;
     (void)t, (void)x, (void)p;
     return 1;
 }
-static int rhs_b(double t, const double *x, const double *p, double *dx)
+static int rhs_b(double t, const double *x, const double *p, const double *vs,
+                  double *dx)
 {
+    (void)vs;
     (void)t, (void)p;
     calls++;
     dx[0] = x[1] / 2;
     dx[1] = -2 * x[0];
     return 0;
 }
-static int vel_b(double t, const double *x, const double *p, double *qt)
+static int vel_b(double t, const double *x, const double *p, const double *vs,
+                  double *qt)
 {
+    (void)vs;
     (void)t, (void)p;
     qt[0] = x[1] / 2;
     return 0;
@@ -469,11 +509,11 @@ typedef struct {
     int calls;
 } charts;
 
-static int rechart(void *ctx, double t, double *x, const double *p,
+static int rechart(void *ctx, double t, double *x, const double *p, const double *vs,
                    const chrt_system **s, char *note, size_t len)
 {
     charts *c = ctx;
-    (void)p;
+    (void)p, (void)vs;
     c->calls++;
     if (c->fail) {
         snprintf(note, len, "no chart of the fake system is better at t = %g", t);
@@ -520,7 +560,7 @@ static void test_chart_hook(void)
         double x[2] = {1, 0}, t;
         char msg[300];
         calls = 0;
-        int rc = chrt_integrate(&sp, &o, 0, x, NULL, &sink, &st, &t, msg, sizeof msg);
+        int rc = chrt_integrate(&sp, &o, 0, x, NULL, NULL, &sink, &st, &t, msg, sizeof msg);
         CHECK_MSG(rc == 0, "%s", msg);
         /* One re-chart at the first accepted step past t = 1, noted. */
         CHECK(st.recharts == 1 && c.calls == 1 && r.notes == 1);
@@ -548,7 +588,7 @@ static void test_chart_hook(void)
             c.fail = 1;
             o.rechart = k ? rechart : NULL;
             memset(&r, 0, sizeof r);
-            rc = chrt_integrate(&sp, &o, 0, x, NULL, &sink, &st, &t, msg, sizeof msg);
+            rc = chrt_integrate(&sp, &o, 0, x, NULL, NULL, &sink, &st, &t, msg, sizeof msg);
             CHECK(rc == CHRT_EXIT_NUMERIC);
             char want[300];
             snprintf(want, sizeof want, "numerical failure at t = %.17g: the chart is "
@@ -577,7 +617,7 @@ static void test_chart_hook(void)
     chrt_sink sink = {keep_row, keep_note, &r};
     double x[2] = {1, 0}, t;
     char msg[300];
-    CHECK(chrt_integrate(&sp, &o, 2, x, NULL, &sink, NULL, &t, msg, sizeof msg)
+    CHECK(chrt_integrate(&sp, &o, 2, x, NULL, NULL, &sink, NULL, &t, msg, sizeof msg)
           == CHRT_EXIT_NUMERIC);
     CHECK_STR(msg, "numerical failure at t = 2: the chart is singular (quality 0.001 "
                    "< 0.01): the block G_d of the dependent velocities of the constraint "
@@ -593,8 +633,9 @@ static void test_chart_hook(void)
  * shrink as the quality falls, so that one ends inside the window before
  * t = 2 and the run stops there (no rechart), for both pairs and loose
  * and tight tolerances. */
-static double quality_v(double t, const double *x, const double *p)
+static double quality_v(double t, const double *x, const double *p, const double *vs)
 {
+    (void)vs;
     (void)x, (void)p;
     return fabs(t - 2);
 }
@@ -619,7 +660,7 @@ static void test_chart_cap(void)
             chrt_stats st;
             double x[2] = {1, 0}, t;
             char msg[400];
-            int rc = chrt_integrate(&sp, &o, 0, x, NULL, &sink, &st, &t, msg, sizeof msg);
+            int rc = chrt_integrate(&sp, &o, 0, x, NULL, NULL, &sink, &st, &t, msg, sizeof msg);
             CHECK_MSG(rc == CHRT_EXIT_NUMERIC && t >= 1.99 && t < 2, "%s rtol %g: rc %d at "
                       "t = %.17g after %ld steps", chrt_method_name(ms[i]), rtols[j], rc, t,
                       st.accepted);

@@ -21,11 +21,14 @@ static const char osc_h[] =
     "extern const double osc_param_defaults[osc_NP];\n"
     "extern const char *const osc_output_names[osc_NOUT];\n"
     "void osc_initial(double *x);\n"
-    "int osc_rhs(double t, const double *x, const double *p, double *dxdt);\n"
-    "double osc_energy(double t, const double *x, const double *p);\n"
-    "int osc_velocities(double t, const double *x, const double *p, double *qt);\n"
-    "int osc_outputs(double t, const double *x, const double *p, double *out);\n"
-    "int osc_project(double t, double *x, const double *p);\n"
+    "int osc_rhs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *dxdt);\n"
+    "double osc_energy_from(double t, const double *x, const double *p, const double *vs);\n"
+    "int osc_velocities_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *qt);\n"
+    "int osc_outputs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *out);\n"
+    "int osc_project_from(double t, double *x, const double *p, const double *vs);\n"
     "int osc_state_from(double t, const double *q, const double *qt,\n"
     "                   const double *p, double *x);\n"
     "#endif\n";
@@ -39,17 +42,20 @@ static const char osc_c[] =
     "const double osc_param_defaults[osc_NP] = {4};\n"
     "const char *const osc_output_names[osc_NOUT] = {\"p_x\"};\n"
     "void osc_initial(double *x) { x[0] = 1; x[1] = 0; }\n"
-    "int osc_rhs(double t, const double *x, const double *p, double *dxdt)\n"
-    "{\n    (void)t;\n    if (x[0] > 10) return 1;\n"
+    "int osc_rhs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *dxdt)\n"
+    "{\n    (void)t; (void)vs;\n    if (x[0] > 10) return 1;\n"
     "    dxdt[0] = x[1];\n    dxdt[1] = -p[0] * sin(x[0]);\n    return 0;\n}\n"
-    "double osc_energy(double t, const double *x, const double *p)\n"
-    "{\n    (void)t;\n    return 0.5 * x[1] * x[1] + p[0] * (1 - cos(x[0]));\n}\n"
-    "int osc_velocities(double t, const double *x, const double *p, double *qt)\n"
-    "{\n    (void)t; (void)p;\n    qt[0] = x[1];\n    return 0;\n}\n"
-    "int osc_outputs(double t, const double *x, const double *p, double *out)\n"
-    "{\n    (void)t; (void)p;\n    out[0] = 2 * x[1];\n    return 0;\n}\n"
-    "int osc_project(double t, double *x, const double *p)\n"
-    "{\n    (void)t; (void)x; (void)p;\n    return 0;\n}\n"
+    "double osc_energy_from(double t, const double *x, const double *p, const double *vs)\n"
+    "{\n    (void)t; (void)vs;\n    return 0.5 * x[1] * x[1] + p[0] * (1 - cos(x[0]));\n}\n"
+    "int osc_velocities_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *qt)\n"
+    "{\n    (void)t; (void)vs; (void)p;\n    qt[0] = x[1];\n    return 0;\n}\n"
+    "int osc_outputs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *out)\n"
+    "{\n    (void)t; (void)vs; (void)p;\n    out[0] = 2 * x[1];\n    return 0;\n}\n"
+    "int osc_project_from(double t, double *x, const double *p, const double *vs)\n"
+    "{\n    (void)t; (void)vs; (void)x; (void)p;\n    return 0;\n}\n"
     "int osc_state_from(double t, const double *q, const double *qt,\n"
     "                   const double *p, double *x)\n"
     "{\n    (void)t; (void)p;\n    x[0] = q[0];\n    x[1] = qt[0];\n    return 0;\n}\n";
@@ -237,7 +243,8 @@ static void test_jit_unit(void)
 {
     char *u = osc_unit();
     CHECK(strstr(u, "#include \"osc.h\"") == NULL);
-    CHECK(strstr(u, "const int osc_chrt_dims[6] = {osc_NX, osc_NQ, osc_NP, osc_NOUT, osc_CHART, osc_NEV};"));
+    CHECK(strstr(u, "const int osc_chrt_dims[7] = {osc_NX, osc_NQ, osc_NP, osc_NOUT, osc_CHART, osc_NEV,\n"
+                     "    osc_NEWTON};"));
     CHECK(strstr(u, "#define osc_NX 2") < strstr(u, "osc_state_names[osc_NX] = "));
     free(u);
     CHECK(ch_driver_prefix_ok("model_full"));
@@ -253,16 +260,19 @@ static const char free_c[] =
     "#define fr_NX 2\n#define fr_NP 0\n#define fr_NQ 1\n#define fr_NOUT 0\n"
     "const char *const fr_state_names[fr_NX] = {\"x\", \"x'\"};\n"
     "void fr_initial(double *x) { x[0] = 1; x[1] = 0; }\n"
-    "int fr_rhs(double t, const double *x, const double *p, double *dxdt)\n"
-    "{ (void)t; (void)p; dxdt[0] = x[1]; dxdt[1] = -x[0]; return 0; }\n"
-    "double fr_energy(double t, const double *x, const double *p)\n"
-    "{ (void)t; (void)p; return 0.5 * (x[0] * x[0] + x[1] * x[1]); }\n"
-    "int fr_velocities(double t, const double *x, const double *p, double *qt)\n"
-    "{ (void)t; (void)p; qt[0] = x[1]; return 0; }\n"
-    "int fr_outputs(double t, const double *x, const double *p, double *out)\n"
-    "{ (void)t; (void)x; (void)p; (void)out; return 0; }\n"
-    "int fr_project(double t, double *x, const double *p)\n"
-    "{ (void)t; (void)x; (void)p; return 0; }\n"
+    "int fr_rhs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *dxdt)\n"
+    "{ (void)t; (void)vs; (void)p; dxdt[0] = x[1]; dxdt[1] = -x[0]; return 0; }\n"
+    "double fr_energy_from(double t, const double *x, const double *p, const double *vs)\n"
+    "{ (void)t; (void)vs; (void)p; return 0.5 * (x[0] * x[0] + x[1] * x[1]); }\n"
+    "int fr_velocities_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *qt)\n"
+    "{ (void)t; (void)vs; (void)p; qt[0] = x[1]; return 0; }\n"
+    "int fr_outputs_from(double t, const double *x, const double *p, const double *vs,\n"
+    "    double *out)\n"
+    "{ (void)t; (void)vs; (void)x; (void)p; (void)out; return 0; }\n"
+    "int fr_project_from(double t, double *x, const double *p, const double *vs)\n"
+    "{ (void)t; (void)vs; (void)x; (void)p; return 0; }\n"
     "int fr_state_from(double t, const double *q, const double *qt,\n"
     "                  const double *p, double *x)\n"
     "{ (void)t; (void)p; x[0] = q[0]; x[1] = qt[0]; return 0; }\n";
@@ -272,11 +282,12 @@ static const char free_h[] =
     "#define fr_NQ 1\n#define fr_NOUT 0\n"
     "extern const char *const fr_state_names[fr_NX];\n"
     "void fr_initial(double *x);\n"
-    "int fr_rhs(double, const double *, const double *, double *);\n"
-    "double fr_energy(double, const double *, const double *);\n"
-    "int fr_velocities(double, const double *, const double *, double *);\n"
-    "int fr_outputs(double, const double *, const double *, double *);\n"
-    "int fr_project(double, double *, const double *);\n"
+    "int fr_rhs_from(double, const double *, const double *, const double *, double *);\n"
+    "double fr_energy_from(double, const double *, const double *, const double *);\n"
+    "int fr_velocities_from(double, const double *, const double *, const double *,\n"
+    "                      double *);\n"
+    "int fr_outputs_from(double, const double *, const double *, const double *, double *);\n"
+    "int fr_project_from(double, double *, const double *, const double *);\n"
     "int fr_state_from(double, const double *, const double *,\n"
     "                  const double *, double *);\n#endif\n";
 
@@ -360,29 +371,35 @@ static void nat_initial(double *x)
 }
 
 /* q' = v, v' = a; singular (returns 1) once t > b. */
-static int nat_rhs(double t, const double *x, const double *p, double *dx)
+static int nat_rhs(double t, const double *x, const double *p, const double *vs, double *dx)
 {
+    (void)vs;
     dx[0] = x[1];
     dx[1] = p[0];
     return t > p[1];
 }
 
-static double nat_energy(double t, const double *x, const double *p)
+static double nat_energy(double t, const double *x, const double *p, const double *vs)
 {
+    (void)vs;
     (void)t;
     return 0.5 * x[1] * x[1] - p[0] * x[0];
 }
 
-static int nat_velocities(double t, const double *x, const double *p, double *qt)
+static int nat_velocities(double t, const double *x, const double *p, const double *vs,
+                          double *qt)
 {
+    (void)vs;
     (void)t;
     (void)p;
     qt[0] = x[1];
     return 0;
 }
 
-static int nat_outputs(double t, const double *x, const double *p, double *o)
+static int nat_outputs(double t, const double *x, const double *p, const double *vs,
+                       double *o)
 {
+    (void)vs;
     (void)t;
     (void)x;
     (void)p;
@@ -393,7 +410,7 @@ static int nat_outputs(double t, const double *x, const double *p, double *o)
 static const chrt_system nat = {"nat", 2, 1, 2, 0, nat_states, nat_params,
                                 nat_defaults, NULL, nat_initial, nat_rhs,
                                 nat_energy, nat_velocities, nat_outputs, NULL,
-                                NULL, NULL, 0, NULL, NULL, NULL};
+                                NULL, NULL, 0, NULL, NULL, NULL, 0};
 
 static void test_rows_and_failure(void)
 {
@@ -524,9 +541,10 @@ static void con_initial(double *x)
     x[2] = 0.5;
 }
 
-static int con_velocities(double t, const double *x, const double *p, double *qt)
+static int con_velocities(double t, const double *x, const double *p, const double *vs,
+                          double *qt)
 {
-    (void)t;
+    (void)t, (void)vs;
     qt[0] = x[2] / p[0];
     qt[1] = 2 * qt[0];
     return 0;
@@ -545,7 +563,7 @@ static int con_state_from(double t, const double *q, const double *qt,
 static const chrt_system con = {"con", 3, 2, 1, 0, con_states, con_params,
                                 con_defaults, NULL, con_initial, nat_rhs,
                                 nat_energy, con_velocities, nat_outputs, NULL,
-                                con_state_from, NULL, 0, NULL, NULL, NULL};
+                                con_state_from, NULL, 0, NULL, NULL, NULL, 0};
 
 static int con_parse(int argc, const char **args, double *x0, chrt_args *a,
                      char *msg, size_t len)

@@ -6,26 +6,28 @@
 #include "check.h"
 #include "runtime/integrate.h"
 
-static int oscillator(double t, const double *x, const double *p, double *dx)
+/* ctx: the parameters */
+static int oscillator(void *ctx, double t, const double *x, double *dx)
 {
+    const double *p = ctx;
     (void)t;
     dx[0] = x[1];
     dx[1] = -p[0] * x[0];
     return 0;
 }
 
-static int blows_up(double t, const double *x, const double *p, double *dx)
+static int blows_up(void *ctx, double t, const double *x, double *dx)
 {
     (void)t;
-    (void)p;
+    (void)ctx;
     dx[0] = x[0] * x[0] * 1e300;
     return 0;
 }
 
-static int singular(double t, const double *x, const double *p, double *dx)
+static int singular(void *ctx, double t, const double *x, double *dx)
 {
     (void)x;
-    (void)p;
+    (void)ctx;
     dx[0] = 1;
     return t > 0.5;
 }
