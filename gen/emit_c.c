@@ -470,16 +470,18 @@ static void kernel_con(emitter *e)
 static void put_sizes(emitter *e, ch_buf *b)
 {
     size_t nk = e->n + e->k;
-    ch_buf_printf(b, "    double w[%zu];\n    int piv[%zu];\n",
-                  2 * nk * (nk + 1) + 1, nk + 1);
+    ch_buf_printf(b, "    %sdouble w[%zu];\n    %sint piv[%zu];\n",
+                  ch_emit_storage(2 * nk * (nk + 1) + 1), 2 * nk * (nk + 1) + 1,
+                  ch_emit_storage(nk + 1), nk + 1);
 }
 
 /* The declarations put_dyn_solve's statements need. */
 static void put_dyn_decls(emitter *e, ch_buf *b)
 {
     put_sizes(e, b);
-    ch_buf_printf(b, "    double o[%zu], acc[%zu], lam[%zu];\n",
-                  e->n * e->n + e->k * e->n + e->n + e->k, e->n, e->k + 1);
+    size_t no = e->n * e->n + e->k * e->n + e->n + e->k;
+    ch_buf_printf(b, "    %sdouble o[%zu], acc[%zu], lam[%zu];\n",
+                  ch_emit_storage(no + e->n + e->k + 1), no, e->n, e->k + 1);
 }
 
 /* kn_dyn's values into o, then the accelerations into acc (kn_facc;
@@ -589,15 +591,17 @@ static void fun_legendre(emitter *e)
                      " * the constraints: 0, or 1 when no start converges. */\n"
                      "static int kn_inv(double t, const double *x, const double *p, const double *vs,\n"
                      "                  double *v)\n{\n"
-                     "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, ysum;\n%s"
-                     "    int piv[%zu], it, i, start;\n"
+                     "    %sdouble o[%zu], w[%zu], d[%zu], s[%zu];\n"
+                     "    double r0, r1, ysum;\n%s"
+                     "    %sint piv[%zu];\n"
+                     "    int it, i, start;\n"
                      "    (void)vs;\n"
                      "    for (ysum = 0.0, i = 0; i < %zu; i++) ysum += fabs(x[%zu + i]);\n"
                      "    for (start = 0; start < 2; start++) {\n"
                      "        for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
-                  mi + mi * mi, mi * mi + 1, mi, n,
+                  ch_emit_storage(2 * mi * mi + 2 * mi + 1 + n), mi + mi * mi, mi * mi + 1, mi, n,
                   e->d->ham.quadratic ? "" : "    double lam, step, size;\n",
-                  mi + 1, mi, n, n);
+                  ch_emit_storage(mi + 1), mi + 1, mi, n, n);
     put_newton_start(e, b, "        ");
     for (size_t r = 0; r < mi; r++)
         ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n"
@@ -691,7 +695,8 @@ static void fun_vel(emitter *e)
     if (k == 0) {
         ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
     } else if (alpha_closed(e)) {
-        ch_buf_printf(b, "    double a[%zu];\n    kn_alpha(t, x, p, v, a);\n", k + red->nguard);
+        ch_buf_printf(b, "    %sdouble a[%zu];\n    kn_alpha(t, x, p, v, a);\n",
+                      ch_emit_storage(k + red->nguard), k + red->nguard);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
         if (red->nguard) /* the branch of the initial state is lost there */
@@ -711,14 +716,17 @@ static void fun_vel(emitter *e)
          * the initial state (kn_branch), so Newton never lands silently
          * on another branch of the roots across a fold. */
         const char *done = branch ? "kn_branch(w, piv)" : "0";
-        ch_buf_printf(b, "    double o[%zu], w[%zu], d[%zu], s[%zu], r0, r1, lam, step, size;\n"
-                         "    int piv[%zu], it, i;\n"
+        ch_buf_printf(b, "    %sdouble o[%zu], w[%zu], d[%zu], s[%zu];\n"
+                         "    double r0, r1, lam, step, size;\n"
+                         "    %sint piv[%zu];\n"
+                         "    int it, i;\n"
                          "    for (it = 0; it < 100; it++) {\n"
                          "        kn_con(t, x, p, v, o);\n"
                          "        for (r0 = 0.0, i = 0; i < %zu; i++) r0 += fabs(o[i]);\n"
                          "        if (!(r0 == r0) || r0 > 1e300) return 1;\n"
                          "        if (la_solve(%zu, 1, o + %zu, o, 0, w, piv)) return 1;\n",
-                      k + k * k, k * k + 1, k, k, k + 1, k, k, k);
+                      ch_emit_storage(2 * k * k + 3 * k + 1), k + k * k, k * k + 1, k, k,
+                      ch_emit_storage(k + 1), k + 1, k, k, k);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "        d[%zu] = o[%zu];\n        s[%zu] = v[%d];\n",
                           nu, nu, nu, mf->dep[nu]);
@@ -848,6 +856,17 @@ static int has_chart(const emitter *e)
     return e->form != CH_FORM_FULL && e->k > 0;
 }
 
+/* 1 when a work array is static (ch_emit_storage): the functions are
+ * then not reentrant (one call at a time per compiled copy). */
+static int uses_static(const emitter *e)
+{
+    const char *const bufs[2] = {e->kern.s, e->fun.s};
+    for (int i = 0; i < 2; i++)
+        if (bufs[i] && (strstr(bufs[i], "    static double ") || strstr(bufs[i], "    static int ")))
+            return 1;
+    return 0;
+}
+
 /* 1 when the velocities of the state come from Newton iterations whose
  * start the PREFIX_*_from functions take (implicit alpha in a reduced or
  * hamilton form, the numeric Legendre inverse). */
@@ -924,7 +943,8 @@ static void fun_chart(emitter *e)
                        " * of the Cholesky factor of K scaled to unit diagonal" : "", k);
     for (size_t a = 0; a < k; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->mf.dep[a]);
     ch_buf_printf(b, "};\n"
-                     "    double g[%zu], a[%zu], s, f, m, q = 1.0;\n"
+                     "    %sdouble g[%zu], a[%zu];\n"
+                     "    double s, f, m, q = 1.0;\n"
                      "    int r, c, j, pr;\n"
                      "    kn_gq(t, x, p, v, g);\n"
                      "    for (r = 0; r < %zu; r++) {\n"
@@ -947,10 +967,11 @@ static void fun_chart(emitter *e)
                      "            for (j = c + 1; j < %zu; j++) a[r * %zu + j] -= f * a[c * %zu + j];\n"
                      "        }\n"
                      "    }\n",
-                  k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k);
+                  ch_emit_storage(k * n + k * k), k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k,
+                  k, k, k, k, k, k, k, k, k, k, k, k);
     if (kq)
         ch_buf_printf(b, "    {\n"
-                         "        double K[%zu], d[%zu];\n"
+                         "        %sdouble K[%zu], d[%zu];\n"
                          "        kn_kq(t, x, p, v, K);\n"
                          "        for (r = 0; r < %zu; r++) {\n"
                          "            s = K[r * %zu + r];\n"
@@ -971,7 +992,8 @@ static void fun_chart(emitter *e)
                          "            }\n"
                          "        }\n"
                          "    }\n",
-                      mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi);
+                      ch_emit_storage(mi * mi + mi), mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi,
+                      mi, mi, mi, mi, mi);
     ch_buf_put(b, "    return q == q ? q : 0.0;\n}\n\n");
     ch_buf_printf(&e->fun,
                   "double %s_chart_quality_from(double t, const double *x, const double *p,\n"
@@ -1020,7 +1042,7 @@ static void fun_rhs(emitter *e)
     } else if (e->ham_numeric) {
         /* y_t = K v_t + (d y* by dq) q_t + d y* by dt: the image of the
          * reduced flow under the Legendre map. */
-        ch_buf_printf(b, "    double o[%zu], vt[%zu];\n"
+        ch_buf_printf(b, "    %sdouble o[%zu], vt[%zu];\n"
                          "    if (kn_vel(t, x, p, vs, v) || kn_acc(t, x, p, v, vt)) return 1;\n"
                          "    kn_hyt(t, x, p, v, o);\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n"
@@ -1030,7 +1052,7 @@ static void fun_rhs(emitter *e)
                          "        for (j = 0; j < %zu; j++) s += o[i * %zu + j] * vt[j];\n"
                          "        dxdt[%zu + i] = s;\n    }\n"
                          "    return 0;\n}\n\n",
-                      mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
+                      ch_emit_storage(mi * mi + 2 * mi), mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
     } else if (e->ham_fused) {
         ch_buf_printf(b, "    (void)vs;\n    kn_hrhs(t, x, p, v, dxdt + %zu);\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n    return 0;\n}\n\n",
@@ -1198,7 +1220,8 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
                   kind == ACC_SUB ? "M* (2 when G_d's pivot is numerically 0 against its row)"
                                   : "M*", e->fused ? "" : "const ");
     if (kind != ACC_DIAG) /* (the diagonal test needs no la_solve) */
-        ch_buf_printf(&e->kern, "    double ws[%zu];\n    int piv[%zu];\n", mi * mi + 1, mi + 1);
+        ch_buf_printf(&e->kern, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
+                      ch_emit_storage(mi * mi + 1), mi * mi + 1, ch_emit_storage(mi + 1), mi + 1);
     ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
     ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
     ch_buf_putn(&e->kern, solve->s, solve->len);
@@ -2393,7 +2416,7 @@ static void fun_qproj(emitter *e)
     ch_buf_printf(b, "    static const int hol[%zu] = {", h);
     for (size_t a = 0; a < h; a++) ch_buf_printf(b, "%s%d", a ? ", " : "", e->d->init.hol[a]);
     ch_buf_printf(b, "};\n"
-                     "    double o[%zu], g[%zu], jq[%zu], q[%zu];\n"
+                     "    %sdouble o[%zu], g[%zu], jq[%zu], q[%zu];\n"
                      "    int it, i, j;\n"
                      "    for (it = 0; it < 30; it++) {\n"
                      "        double step = 0.0, size = 1.0;\n"
@@ -2423,7 +2446,8 @@ static void fun_qproj(emitter *e)
                      "        if (step <= 1e-13 * size) return 0;\n"
                      "    }\n"
                      "    return 1;\n}\n\n",
-                  n * n + k * n + n + k, h, h * n, n, h, n, n, n * n, n, h, n, n, n, n, n, n, h,
+                  ch_emit_storage(n * n + k * n + n + k + h + h * n + n), n * n + k * n + n + k, h,
+                  h * n, n, h, n, n, n * n, n, h, n, n, n, n, n, n, h,
                   n);
 }
 
@@ -2470,13 +2494,14 @@ static void fun_project(emitter *e)
                          "    if (kn_vel(t, x, p, vs, v) || kn_qproj(t, x, p, v, 0.0)) return 1;\n", n);
     if (vel) {
         put_sizes(e, b);
-        ch_buf_printf(b, "    double o[%zu], ph[%zu];\n    int it;\n"
+        ch_buf_printf(b, "    %sdouble o[%zu], ph[%zu];\n    int it;\n"
                          "    for (it = 0; it < 3; it++) {\n"
                          "        kn_dyn(t, x, p, x + %zu, o);\n"
                          "        kn_con(t, x, p, x + %zu, ph);\n"
                          "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
                          "    }\n",
-                      n * n + k * n + n + k, k + k * k, n, n, n, k, n * n, n);
+                      ch_emit_storage(n * n + k * n + n + 2 * k + k * k), n * n + k * n + n + k,
+                      k + k * k, n, n, n, k, n * n, n);
     }
     ch_buf_put(b, "    return 0;\n}\n");
 }
@@ -2560,6 +2585,7 @@ static void put_decls(emitter *e, ch_buf *b)
         P, P, P, P, P, P, P);
     ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
     ch_buf_printf(b, "#define %s_NEWTON %d\n", P, newton_start(e));
+    ch_buf_printf(b, "#define %s_REENTRANT %d\n", P, !uses_static(e));
 }
 
 static void put_name_list(ch_buf *b, size_t n, const char *const *pre,

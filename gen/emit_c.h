@@ -57,6 +57,10 @@
  *          the start of the Newton iterations below (NULL: the initial
  *          state's, what the plain functions pass); #define PREFIX_NEWTON
  *          1 where a form has such iterations (0 otherwise).
+ *   #define PREFIX_REENTRANT 0 where a work array is static (more than
+ *          CH_STACK_ELEMS elements, emit_red.h: no stack array grows with
+ *          the model): then one call at a time per compiled copy; 1
+ *          otherwise (the functions keep no state between calls).
  * State order: q, then q' (full), q'_indep (reduced) or y* (hamilton), in
  * declared order. Implicit alpha (constraints nonlinear in the dependent
  * velocities): damped Newton on phi(v_dep) = 0 with the dependent block
@@ -76,7 +80,8 @@
  * (or v = 0) and then from a small v along y; failure returns 1), and
  * y*' = K v' + (d y* by dq) q' + d y* by dt. The header comment names the
  * choices and the operation counts.
- * Work arrays are local (stack) arrays of fixed size, O((n+k)^2) doubles. */
+ * Work arrays are local arrays of fixed size, O((n+k)^2) doubles, static
+ * beyond CH_STACK_ELEMS elements (PREFIX_REENTRANT). */
 #ifndef CH_EMIT_C_H
 #define CH_EMIT_C_H
 

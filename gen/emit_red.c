@@ -383,6 +383,14 @@ static void reduce(gen *g)
  * scalars A<i*m+j> of its lower triangle, for la_solve. */
 static void put_a_array(ch_buf *b, size_t m, const char *indent)
 {
+    if (m * m > CH_STACK_ELEMS) { /* static storage: assigned, not initialized */
+        ch_buf_printf(b, "static double A[%zu];\n", m * m);
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < m; j++)
+                ch_buf_printf(b, "%sA[%zu] = A%zu;\n", indent, i * m + j,
+                              j <= i ? i * m + j : j * m + i);
+        return;
+    }
     ch_buf_printf(b, "double A[%zu] = {", m > 0 ? m * m : 1);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < m; j++) {
@@ -459,6 +467,11 @@ static void gen_free(gen *g)
     free(g->is_dep);
 }
 
+const char *ch_emit_storage(size_t count)
+{
+    return count > CH_STACK_ELEMS ? "static " : "";
+}
+
 /* The function after its head: la_solve's work space (when ws says it
  * is used), the LU path's arrays, the statement voids (the parameters
  * the body may leave unused), in's statements, then body's. */
@@ -466,8 +479,12 @@ static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
                        const ch_buf *body)
 {
     size_t nw = g->k > g->m ? g->k : g->m;
-    if (ws) ch_buf_printf(code, "    double ws[%zu];\n    int piv[%zu];\n", nw * nw + 1, nw + 1);
-    if (g->use_gd) ch_buf_printf(code, "    double Gd[%zu], Xa[%zu];\n", g->k * g->k, g->k * g->w);
+    if (ws)
+        ch_buf_printf(code, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
+                      ch_emit_storage(nw * nw + 1), nw * nw + 1, ch_emit_storage(nw + 1), nw + 1);
+    if (g->use_gd)
+        ch_buf_printf(code, "    %sdouble Gd[%zu], Xa[%zu];\n",
+                      ch_emit_storage(g->k * g->k + g->k * g->w), g->k * g->k, g->k * g->w);
     ch_buf_put(code, voids);
     ch_buf_put(code, g->in->body ? g->in->body : "");
     ch_buf_putn(code, body->s, body->len);
@@ -542,7 +559,7 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             " * the values o la_kkt would solve: 0, or 1 where G_d or B^T M B\n"
                             " * is singular. */\n"
                             "static int kn_facc(const double *o, double *acc)\n{\n"
-                            "    double vt[%zu];\n", g.m > 0 ? g.m : 1);
+                            "    %sdouble vt[%zu];\n", ch_emit_storage(g.m), g.m > 0 ? g.m : 1);
         put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, "", &body);
         rc = body.oom || code->oom ? -1 : 0;
     }

@@ -142,6 +142,16 @@ void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops);
 /* Largest m for which ch_emit_spd_solve unrolls the solve. */
 #define CH_SPD_UNROLL_MAX 8
 
+/* Work arrays of more than this many elements in one declaration are
+ * static (one copy per compiled system; its functions are then not
+ * reentrant, PREFIX_REENTRANT 0), so that no stack array grows with the
+ * model: a thread's stack may be as small as 64 KB (16 KB here). */
+#define CH_STACK_ELEMS 2048
+
+/* "static " for a declaration of arrays of count elements in all (no
+ * initializers), "" otherwise. */
+const char *ch_emit_storage(size_t count);
+
 /* Appends straight-line code solving A x = f in place (f_fmt "f[%zu]"
  * indexes f, a_fmt "A[%zu]" the row-major m x m A, anz its nonzero
  * pattern) by an unrolled A = L D L^T with zero entries skipped; where a
