@@ -267,13 +267,15 @@ static int loop_rhs(void *ctx, double t, const double *x, double *dxdt)
 }
 
 /* The row of state x at t to the sink; nonzero: an index into row_failure,
- * or -1 when the sink failed. A NaN velocity (0/0 in a Legendre inverse)
- * is no less a failure than a singular solve; E may be HUGE_VAL by
- * contract. */
+ * 3 + j when column j (E and the outputs) is not finite, or -1 when the
+ * sink failed. A NaN velocity (0/0 in a Legendre inverse) is no less a
+ * failure than a singular solve, and a NaN or infinite energy or output
+ * (sqrt of a negative number; HUGE_VAL, the emitted energy where it
+ * cannot be evaluated) is never written as a number. */
 static int emit_row(loop *L, double t, const double *x)
 {
     const chrt_system *s = L->s;
-    int nq = s->nq;
+    int nq = s->nq, j;
     double *v = L->row;
     if (!L->sink || !L->sink->row) return 0;
     v[0] = t;
@@ -282,6 +284,8 @@ static int emit_row(loop *L, double t, const double *x)
     if (!state_finite(v + 1 + nq, nq)) return 2;
     v[1 + 2 * nq] = s->energy(t, x, L->p, vstart(L));
     if (s->nout && s->outputs(t, x, L->p, vstart(L), v + 2 + 2 * nq)) return 1;
+    for (j = 0; j <= s->nout; j++)
+        if (!isfinite(v[1 + 2 * nq + j])) return 3 + j;
     return L->sink->row(L->sink->ctx, v, 2 + 2 * nq + s->nout) ? -1 : 0;
 }
 
@@ -291,6 +295,14 @@ static int row_at(loop *L, double t, const double *x)
 {
     int rc = emit_row(L, t, x);
     if (rc < 0) return fail(L->errbuf, L->errlen, CHRT_EXIT_IO, "%s", "cannot write a row");
+    if (rc >= 3) {
+        double bad = L->row[2 * L->s->nq + rc - 2];
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
+                    "numerical failure at t = %.17g (step %ld): the column %s is %s%s", t,
+                    step_no(L), rc == 3 ? "E" : L->s->output_names[rc - 4],
+                    isnan(bad) ? "NaN" : "infinite",
+                    step_no(L) ? "" : " at the initial state");
+    }
     if (rc)
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): %s%s", t,
@@ -927,14 +939,24 @@ static int is_decimal(const char *s)
     return *s == 0;
 }
 
+/* 0, -1 when s is not a finite decimal number, -2 when it underflows to
+ * 0 (a subnormal such as 1e-320 is a number: strtod's ERANGE there is
+ * only a loss of precision). */
 static int parse_double(const char *s, double *v)
 {
     char *end;
     if (!is_decimal(s)) return -1;
     errno = 0;
     *v = strtod(s, &end);
-    if (*end || errno == ERANGE || !isfinite(*v)) return -1;
+    if (*end || !isfinite(*v)) return -1;
+    if (errno == ERANGE && *v == 0) return -2;
     return 0;
+}
+
+/* What is wrong with a number parse_double refused (rc). */
+static const char *number_error(int rc)
+{
+    return rc == -2 ? "underflows to 0 (below 4.9e-324)" : "is not a finite number";
 }
 
 static int parse_long(const char *s, long *v)
@@ -980,9 +1002,10 @@ static int parse_assign(const chrt_system *s, const char *opt, const char *arg,
     if (!eq || eq == arg)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                     "%s expects NAME=VALUE, got '%s'", opt, arg);
-    if (parse_double(eq + 1, &v))
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                    "%s %s: '%s' is not a finite number", opt, arg, eq + 1);
+    int bad = parse_double(eq + 1, &v);
+    if (bad)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s %s: '%s' %s", opt, arg, eq + 1,
+                    number_error(bad));
     /* --init is applied after all --set values are known (apply_inits). */
     if (!s || strcmp(opt, "--set") != 0) return CHRT_OK;
     size_t len = (size_t)(eq - arg);
@@ -1192,9 +1215,10 @@ static int option_value(int argc, char **argv, int *i, const char *opt,
 static int positive(const char *opt, const char *v, double *d, char *errbuf,
                     size_t errlen)
 {
-    if (parse_double(v, d))
-        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' is not a finite number",
-                    opt, v);
+    int bad = parse_double(v, d);
+    if (bad)
+        return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' %s", opt, v,
+                    number_error(bad));
     if (!(*d > 0))
         return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' is not positive",
                     opt, v);
@@ -1238,11 +1262,13 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
     }
     case 1:
         return positive(valued[k], v, &a->opt.dt, errbuf, errlen);
-    case 2:
-        if (parse_double(v, &a->opt.t1))
-            return fail(errbuf, errlen, CHRT_EXIT_USAGE,
-                        "%s: '%s' is not a finite number", valued[k], v);
+    case 2: {
+        int bad = parse_double(v, &a->opt.t1);
+        if (bad)
+            return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s: '%s' %s", valued[k], v,
+                        number_error(bad));
         return CHRT_OK;
+    }
     case 3:
         if (parse_long(v, &a->opt.every) || a->opt.every < 1)
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,

@@ -92,8 +92,9 @@ for form in full reduced hamilton; do
     fails blow_up.nh $form 19 2.25 "t = 2.25 \(step 19\): the new state is not finite" --dt 0.125 --t1 4
     fails nan_state.nh $form 7 0.75 "t = 0.75 \(step 7\): the new state is not finite" --dt 0.125 --t1 4
 done
-# A parameter that overflows the right-hand side at once.
-fails blow_up.nh reduced 1 0 "t = 0 \(step 1\): the new state is not finite" --init x=800 --dt 0.125
+# A coordinate that overflows the energy (E = x'^2/2 - exp(x)) at once:
+# no row at all.
+fails blow_up.nh reduced 0 0 "t = 0 \(step 0\): the column E is infinite at the initial state" --init x=800 --dt 0.125
 
 # ---- the adaptive default ---------------------------------------------------------
 # x'' = exp(x) from rest at x = 0 is x = -2 ln cos(t/sqrt 2): infinite at
@@ -157,6 +158,35 @@ else
     echo "numfail: SKIP hamilton Newton failure (no numeric hamilton form in this build)"
 fi
 
+# ---- a non-finite energy or output column (issue 45): never written ----------------
+# E = x'^2/2 - sqrt(x) is NaN at x = -1 (the initial state: the header
+# only); the integral sqrt(1 - x) with x = t becomes NaN after t = 1 (the
+# rows before kept), in every form and in the driver program.
+printf 'coordinates x\nlagrangian x'"'"'^2/2 - sqrt(x)\ninitial x=-1\n' >"$tmp/nan_e.nh"
+printf 'coordinates x\nlagrangian x'"'"'^2/2\nintegral r = sqrt(1 - x)\ninitial x'"'"'=1\n' >"$tmp/nan_col.nh"
+for form in full reduced hamilton; do
+    "$bin" run "$tmp/nan_e.nh" --form $form --method rk4 --dt 0.125 >"$tmp/out.csv" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 3 ] && [ "$(wc -l <"$tmp/out.csv")" = 1 ] \
+        && grep -q "numerical failure at t = 0 (step 0): the column E is NaN at the initial state" "$tmp/err" \
+        && ok || bad "nan_e $form: exit $rc: $(cat "$tmp/err")"
+    "$bin" run "$tmp/nan_col.nh" --form $form --method rk4 --dt 0.125 --t1 2 >"$tmp/out.csv" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 3 ] && rows "$tmp/out.csv" 9 1 \
+        && grep -q "numerical failure at t = 1.125 (step 9): the column r is NaN" "$tmp/err" \
+        && ok || bad "nan_col $form: exit $rc: $(cat "$tmp/err")"
+done
+mkdir -p "$tmp/nd"
+if "$bin" emit "$tmp/nan_col.nh" --form full --driver -o "$tmp/nd" >/dev/null 2>"$tmp/err" \
+    && cc -std=c99 -O1 -o "$tmp/nd/prog" "$tmp/nd"/*.c -lm 2>"$tmp/err"; then
+    "$tmp/nd/prog" --method rk4 --dt 0.125 --t1 2 >"$tmp/out.csv" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 3 ] && rows "$tmp/out.csv" 9 1 && grep -q "the column r is NaN" "$tmp/err" \
+        && ok || bad "nan_col driver: exit $rc: $(cat "$tmp/err")"
+else
+    bad "nan_col driver not built: $(head -c 300 "$tmp/err")"
+fi
+
 # ---- option errors: exit 2, nothing run ------------------------------------------
 usage() { # PATTERN ARGS... (with GREP=-F: a fixed string)
     pat=$1
@@ -174,6 +204,13 @@ for v in abc "" 1e999 nan inf -inf 0x10 1,5 " 1" "1 " 1e 1e+ . +- 1..2 1e3.5; do
     usage "--init x=$v: '$v' is not a finite number" --init "x=$v"
     GREP=
 done
+# a subnormal is a number; a literal that underflows to 0 is refused
+GREP=-F
+usage "--set c=1e-400: '1e-400' underflows to 0 (below 4.9e-324)" --set c=1e-400
+usage "--t1: '-1e-999' underflows to 0" --t1 -1e-999
+GREP=
+"$bin" run "$src/examples/knife_edge.nh" --set c=1e-320 --t1 0.002 >/dev/null 2>"$tmp/err" \
+    && ok || bad "--set c=1e-320 refused: $(cat "$tmp/err")"
 usage "--set expects NAME=VALUE, got 'm'" --set m
 usage "--set expects NAME=VALUE, got '=1'" --set =1
 usage "--init expects NAME=VALUE, got 'x'" --init x
