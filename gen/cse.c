@@ -340,6 +340,30 @@ static void put_abs_q(ch_buf *b, const fmpq_t q)
     fmpq_clear(a);
 }
 
+/* 1 when the exact constant q has a double: neither beyond DBL_MAX nor a
+ * nonzero number below the smallest subnormal (10^400 must not become
+ * HUGE_VAL, nor 10^-400 become 0, silently); 0 with the emitter failed. */
+static int range_ok(cse *s, const fmpq_t q)
+{
+    fmpq_t a;
+    fmpq_init(a);
+    fmpq_abs(a, q);
+    double d = ch_fmpq_to_double(a);
+    if (!fmpq_is_zero(a) && (isinf(d) || d == 0)) {
+        /* log10 |q| from the sizes of numerator and denominator */
+        double e = ((double)fmpz_bits(fmpq_numref(a)) - (double)fmpz_bits(fmpq_denref(a)))
+                   * 0.30102999566398120;
+        char msg[200];
+        snprintf(msg, sizeof msg, "a constant of the equations, about 1e%+.0f, is beyond "
+                 "the range of double (1e-323 to 1e308): rescale the model's units", e);
+        fmpq_clear(a);
+        fail(s, CH_ERR_MODEL, msg);
+        return 0;
+    }
+    fmpq_clear(a);
+    return 1;
+}
+
 static uint32_t mk_num(cse *s, const fmpq_t q)
 {
     /* printing a double is slow: each number's leaf is remembered (its
@@ -347,6 +371,7 @@ static uint32_t mk_num(cse *s, const fmpq_t q)
     uint64_t key = hash_q(1, q) | 1;
     long got = vp(ch_map_get(&s->num_val, key));
     if (got >= 0 && fmpq_equal(s->nd[got]->k, q)) return (uint32_t)got;
+    if (!range_ok(s, q)) return mk_leaf(s, "0.0");
     ch_buf b;
     ch_buf_init(&b);
     if (fmpq_sgn(q) < 0) ch_buf_put(&b, "(-");

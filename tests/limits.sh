@@ -140,6 +140,17 @@ expect 1 "digits4001.nh:2:14: error: number '1\.3{38}' is out of range" derive "
 gen "print('coordinates x'); print('lagrangian x\'^2 - 1e4001*x^2')" exp4001
 expect 1 "exp4001.nh:2:19: error: number '1e4001' is out of range" derive "$tmp/exp4001.nh"
 
+# ---- constants of the equations beyond double (issue 45): never HUGE_VAL or 0
+for c in "10^400" "10^-400" "(10^200)^2"; do
+    printf 'coordinates x\nlagrangian x'"'"'^2/2 + %s*x\n' "$c" >"$tmp/const.nh"
+    for cmd in emit run; do
+        expect 1 "const.nh: error: a constant of the equations, about 1e[+-]400, is beyond the range of double" \
+            $cmd "$tmp/const.nh" $([ $cmd = emit ] && echo "-o $tmp/ce")
+    done
+done
+printf 'coordinates x\nlagrangian x'"'"'^2/2 + 10^300*x^2 - 10^300*x^2 + 10^-300*x\n' >"$tmp/const.nh"
+expect 0 - emit "$tmp/const.nh" -o "$tmp/ce"
+
 # ---- number of coordinates: 1000 ---------------------------------------------
 gen "print('coordinates ' + ' '.join('q%d' % i for i in range(1001))); print('lagrangian q0\'^2')" coords
 expect 1 "coords.nh:1:4903: error: too many coordinates \(max 1000\)" derive "$tmp/coords.nh"
