@@ -13,9 +13,13 @@
  * names an expression may use depends on the statement: parameter and
  * initial values must be constants, field components must not depend on
  * velocities; the resolver enforces this at the offending token. */
+#define _POSIX_C_SOURCE 200809L /* open, fstat, fcntl, fdopen */
 #include "model.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1247,10 +1251,27 @@ int ch_model_read(const char *path, char **text, size_t *len, ch_error *err)
 {
     *text = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Opened without blocking and checked before reading: a FIFO or a
+     * device would block or never end. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
         return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot open: %s",
                             strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int dir = S_ISDIR(st.st_mode);
+        close(fd);
+        return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot read: %s",
+                            dir ? "a directory, not a model file" : "not a regular file");
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ? NULL
+                                                                        : fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot open: %s", strerror(e));
+    }
     int rc = read_limited(f, text, len);
     fclose(f);
     if (rc == CH_ERR_MEMORY)

@@ -349,7 +349,8 @@ def check_strict_c(suite, exe, d, tmp):
             for c in sorted(os.listdir(out)):
                 if c.endswith(".c"):
                     p = subprocess.run(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra",
-                                        "-Werror", "-c", os.path.join(out, c), "-o", os.devnull],
+                                        "-Werror", "-c", os.path.join(out, c), "-o",
+                                        os.path.join(out, c[:-2] + ".o")],
                                        capture_output=True, text=True)
                     if p.returncode:
                         bad.append("%s: %s" % (c, p.stderr.strip()[:200]))

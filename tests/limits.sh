@@ -151,6 +151,13 @@ done
 printf 'coordinates x\nlagrangian x'"'"'^2/2 + 10^300*x^2 - 10^300*x^2 + 10^-300*x\n' >"$tmp/const.nh"
 expect 0 - emit "$tmp/const.nh" -o "$tmp/ce"
 
+# ---- a model path that is not a regular file: refused at once (issue 45)
+mkfifo "$tmp/fifo.nh"
+for cmd in derive run check repl; do
+    expect 1 "fifo.nh: error: cannot read: not a regular file" $cmd "$tmp/fifo.nh"
+done
+expect 1 "error: cannot read: a directory, not a model file" derive "$tmp"
+
 # ---- number of coordinates: 1000 ---------------------------------------------
 gen "print('coordinates ' + ' '.join('q%d' % i for i in range(1001))); print('lagrangian q0\'^2')" coords
 expect 1 "coords.nh:1:4903: error: too many coordinates \(max 1000\)" derive "$tmp/coords.nh"
