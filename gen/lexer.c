@@ -90,9 +90,17 @@ static size_t utf8_len(const ch_lexer *lx)
     return n;
 }
 
+/* 1 at a line end: "\n", or a CR not followed by "\n" (old Mac files; a
+ * CR before "\n" is a blank). */
+static int at_eol(const ch_lexer *lx)
+{
+    int c = peek(lx, 0);
+    return c == '\n' || (c == '\r' && peek(lx, 1) != '\n');
+}
+
 static int skip_comment(ch_lexer *lx)
 {
-    for (int c; (c = peek(lx, 0)) >= 0 && c != '\n';) {
+    for (int c; (c = peek(lx, 0)) >= 0 && !at_eol(lx);) {
         if (c >= 0x80) {
             size_t n = utf8_len(lx);
             if (!n)
@@ -125,11 +133,7 @@ static int skip_space(ch_lexer *lx, ch_token *tok)
 {
     for (;;) {
         int c = peek(lx, 0);
-        if (c == ' ' || c == '\t' || c == '\r') {
-            advance(lx, 1);
-        } else if (c == '#') {
-            if (skip_comment(lx)) return -1;
-        } else if (c == '\n') {
+        if (at_eol(lx)) {
             int ends = lx->depth == 0 && !continues(lx->last)
                        && lx->last != CH_TOK_NEWLINE;
             if (ends) {
@@ -143,6 +147,10 @@ static int skip_space(ch_lexer *lx, ch_token *tok)
             lx->line++;
             lx->col = 1;
             if (ends) return 1;
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+            advance(lx, 1);
+        } else if (c == '#') {
+            if (skip_comment(lx)) return -1;
         } else {
             return 0;
         }
