@@ -28,7 +28,9 @@
 #include "mech/audit.h"
 
 
-enum { EXIT_MODEL = 1, EXIT_USAGE = 2 };
+/* EXIT_OUTPUT: an output (stdout, a file of -o) that cannot be written
+ * or closed; never a silent exit 0 (issue 45). */
+enum { EXIT_MODEL = 1, EXIT_USAGE = 2, EXIT_OUTPUT = 2 };
 
 static const char *const usage_main =
     "usage: chetaev COMMAND MODEL [OPTIONS]\n"
@@ -293,6 +295,7 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
         rc = report(&err);
     } else if (!rc && ch_derivation_fwrite(stdout, d, fmt, nonly, only, &err)) {
         rc = report(&err);
+        if (err.code == CH_ERR_IO) rc = EXIT_OUTPUT;
     }
     ch_ctx_free(ctx);
     return rc;
@@ -318,7 +321,7 @@ static int write_text(const char *dir, const char *name, const char *ext,
     }
     if (bad) fprintf(stderr, "chetaev emit: cannot write %s: %s\n", path,
                      strerror(errno));
-    return bad ? EXIT_MODEL : 0;
+    return bad ? EXIT_OUTPUT : 0;
 }
 
 /* Emits one form into dir; returns an exit code, or -1 when the form does
@@ -480,7 +483,7 @@ static int write_bytes(const char *path, const char *text, size_t len)
     }
     if (bad) fprintf(stderr, "chetaev run: cannot write %s: %s\n",
                      path ? path : "stdout", strerror(errno));
-    return bad ? EXIT_MODEL : 0;
+    return bad ? EXIT_OUTPUT : 0;
 }
 
 /* chrt_main_sink with every row also kept in a table, then plotted (also
@@ -709,7 +712,7 @@ static int plot_loop(const char *file, const ch_derivation *d,
         if (f) bad |= fclose(f) != 0;
         if (bad) {
             fprintf(stderr, "chetaev check: cannot write %s: %s\n", file, strerror(errno));
-            rc = EXIT_MODEL;
+            rc = EXIT_OUTPUT;
         }
     }
     ch_buf_free(&svg);
@@ -946,5 +949,15 @@ int main(int argc, char **argv)
     void *floor = tune_heap();
     int rc = run_command(argc, argv);
     free(floor);
+    /* Whatever the command wrote to stdout must have arrived: a full disk,
+     * /dev/full or a closed pipe is a failure, not exit 0. */
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    bad |= fclose(stdout) != 0;
+    if (bad && rc == 0) {
+        fprintf(stderr, "chetaev: cannot write the standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        rc = EXIT_OUTPUT;
+    }
     return rc;
 }

@@ -294,7 +294,7 @@ static long step_no(const loop *L) { return L->st.accepted; }
 static int row_at(loop *L, double t, const double *x)
 {
     int rc = emit_row(L, t, x);
-    if (rc < 0) return fail(L->errbuf, L->errlen, CHRT_EXIT_IO, "%s", "cannot write a row");
+    if (rc < 0) return fail(L->errbuf, L->errlen, CHRT_EXIT_OUTPUT, "%s", "cannot write a row");
     if (rc >= 3) {
         double bad = L->row[2 * L->s->nq + rc - 2];
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
@@ -894,8 +894,8 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
     free(x);
     /* The rows before a failure are part of the result: flush them too. */
     if (fflush(out) != 0 || ferror(out)) {
-        if (rc == CHRT_OK || rc == CHRT_EXIT_IO)
-            rc = fail(errbuf, errlen, CHRT_EXIT_IO, "cannot write the CSV: %s",
+        if (rc == CHRT_OK || rc == CHRT_EXIT_OUTPUT)
+            rc = fail(errbuf, errlen, CHRT_EXIT_OUTPUT, "cannot write the CSV: %s",
                       strerror(errno));
     }
     return rc;
@@ -1419,7 +1419,7 @@ int chrt_main_sink(const chrt_system *s, int argc, char **argv,
         a.opt.ext = hooks->ext;
     }
     if (a.output && !(out = fopen(a.output, "w"))) {
-        rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot open '%s': %s",
+        rc = fail(msg, sizeof msg, CHRT_EXIT_OUTPUT, "cannot open '%s': %s",
                   a.output, strerror(errno));
         out = stdout;
         goto done;
@@ -1427,9 +1427,14 @@ int chrt_main_sink(const chrt_system *s, int argc, char **argv,
     rc = chrt_simulate(s, &a.opt, x0, p, out, &notes, &st, msg, sizeof msg);
     ran = 1;
     if (out != stdout && fclose(out) != 0 && rc == CHRT_OK)
-        rc = fail(msg, sizeof msg, CHRT_EXIT_IO, "cannot write '%s': %s",
+        rc = fail(msg, sizeof msg, CHRT_EXIT_OUTPUT, "cannot write '%s': %s",
                   a.output, strerror(errno));
 done:
+    /* --help and the CSV on stdout must have arrived (a full disk, a
+     * closed pipe) */
+    if (rc == CHRT_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = fail(msg, sizeof msg, CHRT_EXIT_OUTPUT, "cannot write the standard output: %s",
+                  strerror(errno));
     if (rc) fprintf(stderr, "%s: %s\n", prog, msg);
     if (ran && a.stats)
         fprintf(stderr, "%s: stats: %s, %ld steps accepted, %ld rejected, %ld rhs "

@@ -133,6 +133,9 @@ struct chrt_options {
 
 /* Exit codes of SPEC §2 that the runtime can produce. */
 enum { CHRT_OK = 0, CHRT_EXIT_IO = 1, CHRT_EXIT_USAGE = 2, CHRT_EXIT_NUMERIC = 3 };
+/* An output (the CSV, -o FILE, stdout) that cannot be opened, written or
+ * closed: exit 2 as a usage error (CHRT_EXIT_IO is out of memory). */
+#define CHRT_EXIT_OUTPUT CHRT_EXIT_USAGE
 
 /* dop853, rtol CHRT_RTOL, atol CHRT_ATOL, automatic first step, t1 1,
  * every 1, no dt_max, rows per step, CHRT_MAX_STEPS, no projection, chart

@@ -75,5 +75,38 @@ print('lagrangian ' + ' + '.join(\"q%d'^2/2\" % i for i in range(n)) + ' - u16')
         && ok || bad "print cap scaled with n^2 ($n coordinates)"
 done
 
+# An output that cannot be written is exit 2 with a message, never exit 0
+# (issue 45): stdout on /dev/full and closed, -o into no folder; also the
+# driver program.
+k=$src/examples/knife_edge.nh
+for args in "--help" "--version" "derive --help" "derive $k" "check $k" "run $k --t1 0.01" \
+    "emit --help" "repl $k"; do
+    # shellcheck disable=SC2086
+    echo quit | "$bin" $args >/dev/full 2>"$tmp/err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "cannot write" "$tmp/err" \
+        && ok || bad "$args >/dev/full: exit $rc: $(head -c 200 "$tmp/err")"
+    # shellcheck disable=SC2086
+    echo quit | "$bin" $args >&- 2>"$tmp/err"
+    rc=$?
+    [ $rc = 2 ] && ok || bad "$args with stdout closed: exit $rc: $(head -c 200 "$tmp/err")"
+done
+"$bin" run "$k" --t1 0.01 -o "$tmp/none/x.csv" 2>"$tmp/err"
+rc=$?
+[ $rc = 2 ] && grep -q "cannot open '$tmp/none/x.csv'" "$tmp/err" && ok || bad "run -o: exit $rc"
+mkdir -p "$tmp/drvfull"
+if "$bin" emit "$k" --driver -o "$tmp/drvfull" >/dev/null 2>&1 \
+    && cc -O1 -o "$tmp/drvfull/prog" "$tmp"/drvfull/*.c -lm 2>/dev/null; then
+    for args in "--help" "--t1 0.01"; do
+        # shellcheck disable=SC2086
+        "$tmp/drvfull/prog" $args >/dev/full 2>"$tmp/err"
+        rc=$?
+        [ $rc = 2 ] && grep -q "cannot write" "$tmp/err" \
+            && ok || bad "driver $args >/dev/full: exit $rc: $(head -c 200 "$tmp/err")"
+    done
+else
+    bad "driver not built"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
