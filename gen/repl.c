@@ -61,6 +61,7 @@ typedef struct {
     size_t nset;
     ch_table traj;        /* the last run: the columns of `run`'s CSV */
     char traj_title[160];
+    long errors;          /* messages of failed commands so far */
 } repl;
 
 /* ---- messages ------------------------------------------------------------ */
@@ -87,6 +88,7 @@ static int complain(repl *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    r->errors++;
     fputs("error: ", r->o->err);
     vfprintf(r->o->err, fmt, ap);
     fputc('\n', r->o->err);
@@ -99,6 +101,7 @@ static int report(repl *r, const ch_error *e)
 {
     char buf[1024];
     ch_error_format(e, buf, sizeof buf);
+    r->errors++;
     fprintf(r->o->err, "%s\n", buf);
     fflush(r->o->err);
     return -1;
@@ -774,20 +777,32 @@ static int execute(repl *r, char *line)
     return 0;
 }
 
-/* Reads one line into buf; 0 at end of input. An overlong line is
- * consumed and replaced by an empty one after a message. */
+/* Reads one line into buf; 0 at end of input. An overlong line, or one
+ * with a NUL byte or another control character (an escape sequence), is
+ * consumed and replaced by an empty one after a message: a NUL must not
+ * hide a second command, nor an escape reach the terminal in a message. */
 static int read_line(repl *r, char *buf, size_t size)
 {
     if (r->o->prompt) {
         fputs("chetaev> ", r->o->out);
         fflush(r->o->out);
     }
-    if (!fgets(buf, (int)size, r->o->in)) return 0;
-    size_t len = strlen(buf);
-    if (len == size - 1 && buf[len - 1] != '\n') {
-        int c;
-        while ((c = fgetc(r->o->in)) != EOF && c != '\n') {}
+    size_t len = 0;
+    int c, bad = -1, any = 0;
+    while ((c = fgetc(r->o->in)) != EOF) {
+        any = 1;
+        if (c == '\n') break;
+        if (bad < 0 && ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7F)) bad = c;
+        if (len + 1 < size) buf[len] = (char)c;
+        len++;
+    }
+    if (!any) return 0;
+    buf[len + 1 < size ? len : size - 1] = 0;
+    if (len + 1 >= size) {
         complain(r, "line longer than %zu characters ignored", size - 2);
+        buf[0] = 0;
+    } else if (bad >= 0) {
+        complain(r, "line with the control byte 0x%02X ignored", (unsigned)bad);
         buf[0] = 0;
     }
     return 1;
@@ -838,5 +853,6 @@ int ch_repl_run(const char *path, const ch_repl_options *o)
     if (o->prompt && feof(o->in)) fputc('\n', o->out);
     fflush(o->out);
     session_free(&r);
-    return 0;
+    /* a script (no prompt) reports its failures in the exit status */
+    return !o->prompt && r.errors ? 1 : 0;
 }

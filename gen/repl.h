@@ -23,9 +23,10 @@ typedef struct {
     size_t max_nodes;       /* expression node budget of a derivation, 0: none */
 } ch_repl_options;
 
-/* Runs the session. Returns 0 when it ended normally, or the exit code
- * of SPEC §2 when the model could not be loaded or compiled at the start
- * (1 model, 2 usage). */
+/* Runs the session. Returns 0 when it ended normally, 1 when a command
+ * of a session without prompt (a script on stdin) failed, or the exit
+ * code of SPEC §2 when the model could not be loaded or compiled at the
+ * start (1 model, 2 usage). */
 int ch_repl_run(const char *path, const ch_repl_options *o);
 
 /* The text of the `help` command. */
