@@ -88,8 +88,27 @@ static int fail(ch_err *err, int code, const char *fmt, const char *arg)
     return code;
 }
 
+/* The argument checks of the entry points: a NULL object or pointer is a
+ * usage error (or a neutral value for the queries), never a crash. */
+#define NEED(cond, what)                                                      \
+    do {                                                                      \
+        if (!(cond)) return fail(err, CH_E_USAGE, "%s", what);               \
+    } while (0)
+#define NEED_PTR(cond, what)                                                  \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fail(err, CH_E_USAGE, "%s", what);                               \
+            return NULL;                                                      \
+        }                                                                     \
+    } while (0)
+
 void ch_err_format(const ch_err *err, char *buf, size_t size)
 {
+    if (!buf || !size) return;
+    if (!err) {
+        snprintf(buf, size, "%s", "error: (no error record)");
+        return;
+    }
     ch_error e;
     ch_error_clear(&e);
     e.code = (ch_status)err->code;
@@ -136,12 +155,15 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
 
 ch_problem *ch_problem_load(const char *path, ch_err *err)
 {
+    NEED_PTR(path, "ch_problem_load: no path");
     return problem_new(path, NULL, 0, err);
 }
 
 ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
                              ch_err *err)
 {
+    /* (no text is an error, not a request to read a file of that name) */
+    NEED_PTR(text, "ch_problem_parse: no model text");
     return problem_new(name ? name : "model", text, len, err);
 }
 
@@ -166,7 +188,7 @@ void ch_problem_free(ch_problem *pb)
 
 const char *ch_problem_name(const ch_problem *pb)
 {
-    return pb->model->name;
+    return pb ? pb->model->name : NULL;
 }
 
 /* ---- compiled systems --------------------------------------------------------- */
@@ -174,6 +196,7 @@ const char *ch_problem_name(const ch_problem *pb)
 ch_system *ch_system_compile(const ch_problem *pb, const char *form,
                              const char *compiler, ch_err *err)
 {
+    NEED_PTR(pb, "ch_system_compile: no problem");
     int f = ch_form_parse(form ? form : "reduced");
     if (f < 0) {
         fail(err, CH_E_USAGE, "unknown form '%s' (full, reduced, hamilton)", form);
@@ -251,63 +274,69 @@ void ch_system_free(ch_system *s)
     free(s);
 }
 
-const char *ch_system_prefix(const ch_system *s) { return s->sys->name; }
-int ch_system_nx(const ch_system *s) { return s->sys->nx; }
-int ch_system_nq(const ch_system *s) { return s->sys->nq; }
-int ch_system_np(const ch_system *s) { return s->sys->np; }
+const char *ch_system_prefix(const ch_system *s) { return s ? s->sys->name : NULL; }
+int ch_system_nx(const ch_system *s) { return s ? s->sys->nx : 0; }
+int ch_system_nq(const ch_system *s) { return s ? s->sys->nq : 0; }
+int ch_system_np(const ch_system *s) { return s ? s->sys->np : 0; }
 
 const char *ch_system_state_name(const ch_system *s, int i)
 {
-    return i >= 0 && i < s->sys->nx ? s->sys->state_names[i] : NULL;
+    return s && i >= 0 && i < s->sys->nx ? s->sys->state_names[i] : NULL;
 }
 
 const char *ch_system_param_name(const ch_system *s, int i)
 {
-    return i >= 0 && i < s->sys->np ? s->sys->param_names[i] : NULL;
+    return s && i >= 0 && i < s->sys->np ? s->sys->param_names[i] : NULL;
 }
 
 double ch_system_param_default(const ch_system *s, int i)
 {
-    return i >= 0 && i < s->sys->np ? s->sys->param_defaults[i] : NAN;
+    return s && i >= 0 && i < s->sys->np ? s->sys->param_defaults[i] : NAN;
 }
 
 static int find(const char *const *names, int n, const char *name)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; name && i < n; i++)
         if (!strcmp(names[i], name)) return i;
     return -1;
 }
 
 int ch_system_state_index(const ch_system *s, const char *name)
 {
-    return find(s->sys->state_names, s->sys->nx, name);
+    return s ? find(s->sys->state_names, s->sys->nx, name) : -1;
 }
 
 int ch_system_param_index(const ch_system *s, const char *name)
 {
-    return s->sys->np ? find(s->sys->param_names, s->sys->np, name) : -1;
+    return s && s->sys->np ? find(s->sys->param_names, s->sys->np, name) : -1;
 }
 
-ch_rhs_fn ch_system_rhs(const ch_system *s) { return ch_compiled_of(s->sys)->rhs; }
-ch_energy_fn ch_system_energy_fn(const ch_system *s) { return ch_compiled_of(s->sys)->energy; }
+ch_rhs_fn ch_system_rhs(const ch_system *s) { return s ? ch_compiled_of(s->sys)->rhs : NULL; }
+ch_energy_fn ch_system_energy_fn(const ch_system *s)
+{
+    return s ? ch_compiled_of(s->sys)->energy : NULL;
+}
 
 /* ---- parameters ------------------------------------------------------------------ */
 
-const double *ch_system_params(const ch_system *s) { return s->p; }
+const double *ch_system_params(const ch_system *s) { return s ? s->p : NULL; }
 
 int ch_system_set_param(ch_system *s, const char *name, double value,
                         ch_err *err)
 {
+    NEED(s && name, "ch_system_set_param: no system or name");
     int i = ch_system_param_index(s, name);
     if (i < 0) return fail(err, CH_E_USAGE, "'%s' is not a parameter", name);
+    /* as --set on the command line */
+    if (!isfinite(value)) return fail(err, CH_E_USAGE, "%s: the value is not finite", name);
     s->p[i] = value;
     return 0;
 }
 
 /* ---- state ------------------------------------------------------------------------ */
 
-double ch_system_time(const ch_system *s) { return s->t; }
-const double *ch_system_state(const ch_system *s) { return s->x; }
+double ch_system_time(const ch_system *s) { return s ? s->t : NAN; }
+const double *ch_system_state(const ch_system *s) { return s ? s->x : NULL; }
 
 /* Newton's start at the current state (NULL: the model's initial). */
 static const double *vstart(const ch_system *s)
@@ -339,6 +368,7 @@ static int state_from(ch_system *s, double t, double *x, ch_err *err)
 
 int ch_system_reset(ch_system *s, ch_err *err)
 {
+    NEED(s, "ch_system_reset: no system");
     /* the model's initial state is the first chart's (a later chart's
      * initial() is the state where it was switched to) */
     const chrt_system *sys = s->sys = &s->c->sys;
@@ -362,6 +392,8 @@ int ch_system_reset(ch_system *s, ch_err *err)
 int ch_system_set_state(ch_system *s, const char *name, double value,
                         ch_err *err)
 {
+    NEED(s && name, "ch_system_set_state: no system or name");
+    if (!isfinite(value)) return fail(err, CH_E_USAGE, "%s: the value is not finite", name);
     const chrt_system *sys = s->sys;
     size_t len = strlen(name);
     int k = find(sys->state_names, sys->nq, name), vel = 0;
@@ -393,7 +425,11 @@ int ch_system_set_state(ch_system *s, const char *name, double value,
 int ch_system_set_state_vector(ch_system *s, double t, const double *x,
                                ch_err *err)
 {
+    NEED(s && x, "ch_system_set_state_vector: no system or state");
     if (!isfinite(t)) return fail(err, CH_E_USAGE, "%s", "the time is not finite");
+    for (int i = 0; i < s->sys->nx; i++)
+        if (!isfinite(x[i]))
+            return fail(err, CH_E_USAGE, "%s", "the state is not finite");
     s->t = t;
     memcpy(s->x, x, (size_t)s->sys->nx * sizeof *s->x);
     track(s, vstart(s));
@@ -402,6 +438,7 @@ int ch_system_set_state_vector(ch_system *s, double t, const double *x,
 
 int ch_system_velocities(const ch_system *s, double *qt, ch_err *err)
 {
+    NEED(s && qt, "ch_system_velocities: no system or output array");
     if (s->sys->velocities(s->t, s->x, s->p, vstart(s), qt))
         return fail(err, CH_E_NUMERIC, "%s", "the velocities are singular at this state");
     return 0;
@@ -409,6 +446,7 @@ int ch_system_velocities(const ch_system *s, double *qt, ch_err *err)
 
 double ch_system_energy(const ch_system *s)
 {
+    if (!s) return NAN;
     return s->sys->energy(s->t, s->x, s->p, vstart(s));
 }
 
@@ -417,6 +455,7 @@ double ch_system_energy(const ch_system *s)
 int ch_system_set_tolerances(ch_system *s, double rtol, double atol,
                              double dt_max, ch_err *err)
 {
+    NEED(s, "ch_system_set_tolerances: no system");
     chrt_options o;
     char msg[300];
     chrt_options_default(&o);
@@ -429,6 +468,7 @@ int ch_system_set_tolerances(ch_system *s, double rtol, double atol,
 
 int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err)
 {
+    NEED(s, "ch_system_set_max_steps: no system");
     if (!(max_steps >= 1 && max_steps <= 1e15 && max_steps == floor(max_steps)))
         return fail(err, CH_E_USAGE, "%s", "max_steps must be an integer in [1, 1e15]");
     s->max_steps = max_steps;
@@ -437,6 +477,11 @@ int ch_system_set_max_steps(ch_system *s, double max_steps, ch_err *err)
 
 void ch_system_stats(const ch_system *s, ch_stats *st)
 {
+    if (!st) return;
+    if (!s) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
     *st = s->stats;
 }
 
@@ -479,16 +524,19 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
 
 const char *ch_system_chart(const ch_system *s)
 {
+    if (!s) return NULL;
     return s->sys->chart_quality ? s->chart : "";
 }
 
 double ch_system_chart_quality(const ch_system *s)
 {
+    if (!s) return NAN;
     return s->sys->chart_quality ? s->sys->chart_quality(s->t, s->x, s->p, vstart(s)) : 1.0;
 }
 
 int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
 {
+    NEED(s, "ch_system_set_rechart: no system");
     if (!(chart_min >= 0 && chart_min < 0.25))
         return fail(err, CH_E_USAGE, "%s", "chart_min must be a number in [0, 0.25)");
     s->rechart = on != 0;
@@ -500,6 +548,7 @@ int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err)
 {
+    NEED(s, "ch_system_integrate: no system");
     int m = chrt_method_parse(method ? method : "dop853");
     memset(&s->stats, 0, sizeof s->stats);
     if (m < 0)

@@ -20,7 +20,12 @@
  * Lifetimes: a ch_system does not depend on the ch_problem it was compiled
  * from (either can be freed first). Names and function pointers obtained
  * from a ch_system stay valid until ch_system_free. Objects are not
- * thread-safe, but separate objects can be used from separate threads. */
+ * thread-safe, but separate objects can be used from separate threads
+ * (compiling included: libtcc is used under a process-wide lock).
+ * Arguments: a NULL object, name or array is CH_E_USAGE (queries return
+ * NULL, 0, -1 or NaN), a NaN or infinite parameter, state or time value
+ * is CH_E_USAGE as on the command line, and ch_problem_parse needs text
+ * (it never reads a file). */
 #ifndef CHETAEV_H
 #define CHETAEV_H
 

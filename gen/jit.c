@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <libtcc.h>
 #include <math.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,13 @@
 extern char **environ;
 
 /* ---- libtcc --------------------------------------------------------- */
+
+/* libtcc keeps process-wide state (its first-use initialisation, the
+ * state being compiled): every call that creates, compiles or deletes a
+ * TCCState holds this lock, so that separate ch_jit objects can be built
+ * from separate threads (chetaev.h). The only global of the library, and
+ * it guards a library's globals, not ours. */
+static pthread_mutex_t tcc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Collects tcc's messages (errors and warnings) for the ch_error. */
 typedef struct {
@@ -107,9 +115,11 @@ static tcc_stage tcc_try(const char *source, ch_jit *j, int own_symbols)
 
 static int compile_tcc(const char *source, ch_jit *j, ch_error *err)
 {
+    pthread_mutex_lock(&tcc_lock);
     tcc_stage bad = tcc_try(source, j, 1);
     /* what it could not link with the host's functions alone */
     if (bad == TRY_LINK) bad = tcc_try(source, j, 0);
+    pthread_mutex_unlock(&tcc_lock);
     if (!bad) return 0;
     return ch_error_set(err, bad == TRY_NO_MEMORY ? CH_ERR_MEMORY : CH_ERR_MODEL, NULL, 0,
                         0, "tcc: %s%s%s", stage_msg[bad], j->log.len ? ": " : "",
@@ -258,7 +268,11 @@ void *ch_jit_symbol(ch_jit *j, const char *name)
 void ch_jit_free(ch_jit *j)
 {
     if (!j) return;
-    if (j->tcc) tcc_delete(j->tcc);
+    if (j->tcc) {
+        pthread_mutex_lock(&tcc_lock);
+        tcc_delete(j->tcc);
+        pthread_mutex_unlock(&tcc_lock);
+    }
     if (j->dl) dlclose(j->dl);
     free(j);
 }

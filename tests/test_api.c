@@ -453,8 +453,67 @@ static void test_newton_start(void)
     ch_problem_free(pb);
 }
 
+/* Every entry point refuses NULL and non-finite arguments with an error
+ * (or a neutral value for the queries) instead of crashing (issue 45). */
+static void test_bad_arguments(void)
+{
+    ch_err err;
+    double v[8];
+    ch_stats st;
+    /* no text is an error, not a request to read the file "knife.nh" */
+    FILE *f = fopen("knife.nh", "w");
+    if (f) {
+        fputs(knife, f);
+        fclose(f);
+    }
+    CHECK(ch_problem_parse("knife.nh", NULL, 0, &err) == NULL && err.code == CH_E_USAGE);
+    remove("knife.nh");
+    CHECK(ch_problem_load(NULL, &err) == NULL && err.code == CH_E_USAGE);
+    CHECK(ch_system_compile(NULL, NULL, NULL, &err) == NULL && err.code == CH_E_USAGE);
+    CHECK(ch_problem_name(NULL) == NULL);
+    ch_problem_free(NULL);
+    ch_system_free(NULL);
+    CHECK(ch_system_prefix(NULL) == NULL && ch_system_nx(NULL) == 0 && ch_system_np(NULL) == 0);
+    CHECK(ch_system_state_name(NULL, 0) == NULL && ch_system_state_index(NULL, "x") == -1);
+    CHECK(isnan(ch_system_param_default(NULL, 0)) && ch_system_param_index(NULL, "m") == -1);
+    CHECK(ch_system_rhs(NULL) == NULL && ch_system_energy_fn(NULL) == NULL);
+    CHECK(ch_system_params(NULL) == NULL && ch_system_state(NULL) == NULL);
+    CHECK(isnan(ch_system_time(NULL)) && isnan(ch_system_energy(NULL)));
+    CHECK(isnan(ch_system_chart_quality(NULL)) && ch_system_chart(NULL) == NULL);
+    CHECK(ch_system_set_param(NULL, "m", 1, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_state(NULL, "x", 1, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_state_vector(NULL, 0, v, &err) == CH_E_USAGE);
+    CHECK(ch_system_velocities(NULL, v, &err) == CH_E_USAGE);
+    CHECK(ch_system_reset(NULL, &err) == CH_E_USAGE);
+    CHECK(ch_system_integrate(NULL, 1, NULL, 0, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_tolerances(NULL, 1e-8, 1e-10, 0, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_max_steps(NULL, 10, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_rechart(NULL, 1, 0.01, &err) == CH_E_USAGE);
+    ch_system_stats(NULL, &st);
+    CHECK(st.accepted == 0);
+    ch_err_format(NULL, (char *)v, sizeof v);
+    ch_system *s = compile_knife(NULL);
+    if (!s) return;
+    CHECK(ch_system_set_param(s, NULL, 1, &err) == CH_E_USAGE);
+    CHECK(ch_system_state_index(s, NULL) == -1 && ch_system_param_index(s, NULL) == -1);
+    /* NaN and infinite values are refused as on the command line */
+    CHECK(ch_system_set_param(s, "m", NAN, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_param(s, "m", INFINITY, &err) == CH_E_USAGE);
+    CHECK(ch_system_params(s)[0] == 1);
+    CHECK(ch_system_set_state(s, "x", NAN, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_state(s, NULL, 1, &err) == CH_E_USAGE);
+    double x[5] = {0, 0, 0, 1, NAN};
+    CHECK(ch_system_set_state_vector(s, 0, x, &err) == CH_E_USAGE);
+    CHECK(ch_system_set_state_vector(s, 0, NULL, &err) == CH_E_USAGE);
+    CHECK(ch_system_velocities(s, NULL, &err) == CH_E_USAGE);
+    ch_system_stats(s, NULL);
+    CHECK(ch_system_integrate(s, 0.1, NULL, 0, &err) == 0); /* still usable */
+    ch_system_free(s);
+}
+
 int main(void)
 {
+    RUN(test_bad_arguments);
     RUN(test_newton_start);
     RUN(test_recharting);
     RUN(test_errors);

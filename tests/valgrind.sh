@@ -3,7 +3,8 @@
 # no leak in derive, emit and run (tcc JIT, every form the model has) on
 # every example. Registered only in builds without sanitizers (valgrind
 # and ASan exclude each other); runs are short (--t1 0.01) to keep the
-# suite fast. Usage: valgrind.sh CHETAEV SRCDIR
+# suite fast; helgrind on tests/test_threads. Usage: valgrind.sh CHETAEV
+# SRCDIR
 set -u
 bin=$1
 src=$2
@@ -54,6 +55,17 @@ vg 3 run "$src/tests/numfail/blow_up.nh" --t1 4
 vg 0 run "$src/examples/knife_edge.nh" --t1 2 --dt-out 0.1 --stats --plot "$tmp/p.svg"
 vg 2 run "$src/examples/knife_edge.nh" --set nope=1
 vg 0 check "$src/examples/knife_edge.nh"
+
+# Threads (issue 45): helgrind finds no data race when four threads parse,
+# compile (libtcc: gen/jit.c's lock), integrate and free at once.
+threads=$(dirname "$bin")/tests/test_threads
+if [ -x "$threads" ]; then
+    valgrind -q --tool=helgrind --error-exitcode=$VERR "$threads" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 0 ] && ok || bad "helgrind test_threads: exit $rc: $(grep -m 20 '==' "$tmp/err")"
+else
+    bad "no $threads"
+fi
 
 echo "valgrind: $pass passed, $fail failed"
 [ "$fail" = 0 ]
