@@ -849,9 +849,11 @@ static void emit_sym(printer *pr, const ch_sym *s)
         else put(pr, c);
         return;
     }
-    case CH_STYLE_SYMPY:
-        put(pr, s->name ? s->name : "");
+    case CH_STYLE_SYMPY: {
+        const char *r = pr->namer ? pr->namer(pr->data, s) : NULL;
+        put(pr, r ? r : s->name ? s->name : "");
         return;
+    }
     case CH_STYLE_LATEX:
         if ((s->order == 1 || s->order == 2) && base[0]) {
             latex_name_n(pr->out, base, strlen(base), s->order == 1 ? "\\dot" : "\\ddot");
@@ -1237,6 +1239,12 @@ ch_printer *ch_printer_new(ch_style style)
     printer_init(&p->pr, NULL, (unsigned)style <= CH_STYLE_SYMPY ? (int)style : CH_STYLE_TEXT);
     p->pr.reuse = 1;
     return p;
+}
+
+void ch_printer_set_namer(ch_printer *p, ch_c_namer namer, void *data)
+{
+    p->pr.namer = namer;
+    p->pr.data = data;
 }
 
 void ch_printer_free(ch_printer *p)

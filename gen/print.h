@@ -30,13 +30,16 @@ typedef struct ch_printer ch_printer;
 ch_printer *ch_printer_new(ch_style style);
 void ch_printer_put(ch_printer *p, ch_buf *out, const ch_expr *e);
 void ch_printer_free(ch_printer *p);
+/* The SymPy style's names: namer(data, s) (ch_c_namer below) returns
+ * the text of symbol s, or NULL for its own name. */
+typedef const char *(*ch_c_namer)(void *data, const struct ch_sym *s);
+void ch_printer_set_namer(ch_printer *p, ch_c_namer namer, void *data);
 
 /* C99 expression text: small integer powers as products (x*x*x, 1/(x*x)),
  * other powers with pow/sqrt/cbrt, rational constants as correctly rounded
  * doubles printed with 17 significant digits. The namer returns the C text
  * of a symbol or NULL when the symbol may not appear (then the printer
  * fails). Returns 0, or -1 on failure. */
-typedef const char *(*ch_c_namer)(void *data, const ch_sym *s);
 int ch_print_c(ch_buf *out, const ch_expr *e, ch_c_namer namer, void *data);
 
 /* A correctly rounded double for an exact rational (round to nearest). */

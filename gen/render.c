@@ -3,7 +3,10 @@
  * One walk over the selected entries per format; each format has a writer
  * for the entry kinds. Expressions go through print.c; names of the model
  * reach the output only as identifiers already checked by the parser, and
- * are escaped for the format where that matters (JSON strings, LaTeX). */
+ * are escaped for the format where that matters (JSON strings, LaTeX).
+ * A model symbol whose name SymPy reads as something else (I, E, N, S,
+ * Integer, lambda: sympy_names.h) is written NAME_ in the expressions of
+ * the SymPy and JSON formats, which say so ("renamed"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +15,92 @@
 #include "derive.h"
 #include "version.h"
 #include "print.h"
+#include "sympy_names.h"
 
 
 /* One printer per call, so that shared subexpressions of the entries are
  * ordered for display once (print.h). With a sink, the text goes there
  * whenever the buffer holds DRAIN_AT bytes. */
+/* The symbols renamed for SymPy, in the order of the context's table. */
+typedef struct {
+    const ch_sym **sym;
+    char **name;
+    size_t n;
+} renames;
+
 typedef struct {
     ch_buf *out;
     const ch_derivation *d;
     ch_printer *pr;
     FILE *sink;
+    renames rn;
 } writer;
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int sympy_reserved(const char *name)
+{
+    return bsearch(&name, ch_sympy_names, sizeof ch_sympy_names / sizeof ch_sympy_names[0],
+                   sizeof ch_sympy_names[0], cmp_name) != NULL;
+}
+
+static int name_taken(const ch_ctx *ctx, const renames *r, const char *name)
+{
+    if (sympy_reserved(name)) return 1;
+    for (uint32_t i = 0; i < ch_ctx_nsyms(ctx); i++)
+        if (ch_ctx_sym(ctx, i)->name && !strcmp(ch_ctx_sym(ctx, i)->name, name)) return 1;
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->name[i], name)) return 1;
+    return 0;
+}
+
+static void renames_free(renames *r)
+{
+    for (size_t i = 0; i < r->n; i++) free(r->name[i]);
+    free(r->name);
+    free(r->sym);
+    memset(r, 0, sizeof *r);
+}
+
+/* NAME_ (one more _ while that is taken) for every reserved name; 0, or
+ * -1 out of memory. */
+static int renames_build(renames *r, const ch_ctx *ctx)
+{
+    memset(r, 0, sizeof *r);
+    uint32_t ns = ch_ctx_nsyms(ctx);
+    for (uint32_t i = 0; i < ns; i++) {
+        const ch_sym *s = ch_ctx_sym(ctx, i);
+        if (s->kind == CH_SYM_PI || !s->name || !sympy_reserved(s->name)) continue;
+        if (!r->sym) {
+            r->sym = calloc(ns, sizeof *r->sym);
+            r->name = calloc(ns, sizeof *r->name);
+            if (!r->sym || !r->name) return renames_free(r), -1;
+        }
+        size_t len = strlen(s->name), k = 1;
+        char *nm = NULL;
+        do {
+            free(nm);
+            if (!(nm = malloc(len + k + 1))) return renames_free(r), -1;
+            memcpy(nm, s->name, len);
+            memset(nm + len, '_', k);
+            nm[len + k++] = 0;
+        } while (name_taken(ctx, r, nm));
+        r->sym[r->n] = s;
+        r->name[r->n++] = nm;
+    }
+    return 0;
+}
+
+static const char *renames_namer(void *data, const ch_sym *s)
+{
+    const renames *r = data;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->sym[i] == s) return r->name[i];
+    return NULL;
+}
 
 #define DRAIN_AT 65536
 
@@ -569,12 +647,26 @@ static void write_sympy(writer *w, size_t n, const ch_entry *const *sel)
     const ch_ctx *ctx = w->d->ctx;
     for (uint32_t i = 0, first = 1; i < ch_ctx_nsyms(ctx); i++) {
         const ch_sym *s = ch_ctx_sym(ctx, i);
-        if (s->kind == CH_SYM_PI) continue;
+        if (s->kind == CH_SYM_PI || renames_namer(&w->rn, s)) continue;
         if (!first) ch_buf_put(o, ", ");
         first = 0;
         py_string(o, s->name);
     }
-    ch_buf_put(o, "]}\n\n\ndef _e(text):\n"
+    ch_buf_put(o, "]}\n");
+    if (w->rn.n) {
+        ch_buf_put(o, "# model symbols whose names SymPy reserves, written NAME_ in the\n"
+                      "# expressions below: still the symbols of those names\n"
+                      "_symbols.update({");
+        for (size_t i = 0; i < w->rn.n; i++) {
+            ch_buf_put(o, i ? ", " : "");
+            py_string(o, w->rn.name[i]);
+            ch_buf_put(o, ": Symbol(");
+            py_string(o, w->rn.sym[i]->name);
+            ch_buf_put(o, ")");
+        }
+        ch_buf_put(o, "})\n");
+    }
+    ch_buf_put(o, "\n\ndef _e(text):\n"
                   "    return parse_expr(text, local_dict=_symbols)\n\n\n");
     for (size_t i = 0; i < n; i++) {
         ch_buf_printf(o, "%s = ", sel[i]->key);
@@ -591,8 +683,18 @@ static void write_json(writer *w, size_t n, const ch_entry *const *sel)
 {
     ch_buf *o = w->out;
     ch_buf_put(o, "{");
+    if (w->rn.n) { /* the names the expressions use for reserved ones */
+        ch_buf_put(o, "\n  \"renamed\": {");
+        for (size_t i = 0; i < w->rn.n; i++) {
+            ch_buf_put(o, i ? ", " : "");
+            ch_print_json_string(o, w->rn.sym[i]->name);
+            ch_buf_put(o, ": ");
+            ch_print_json_string(o, w->rn.name[i]);
+        }
+        ch_buf_put(o, "}");
+    }
     for (size_t i = 0; i < n; i++) {
-        ch_buf_put(o, i ? ",\n  " : "\n  ");
+        ch_buf_put(o, i || w->rn.n ? ",\n  " : "\n  ");
         ch_print_json_string(o, sel[i]->key);
         ch_buf_put(o, ": ");
         write_value(w, sel[i], &json);
@@ -627,11 +729,14 @@ static int write_all(ch_buf *out, FILE *sink, const ch_derivation *d,
     writer w = {out, d, ch_printer_new(fmt == CH_FORMAT_TEXT    ? CH_STYLE_TEXT
                                        : fmt == CH_FORMAT_LATEX ? CH_STYLE_LATEX
                                                                 : CH_STYLE_SYMPY),
-                sink};
-    if (!w.pr) {
+                sink, {NULL, NULL, 0}};
+    int sympy = fmt == CH_FORMAT_SYMPY || fmt == CH_FORMAT_JSON;
+    if (!w.pr || (sympy && renames_build(&w.rn, d->ctx))) {
+        ch_printer_free(w.pr);
         free(sel);
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     }
+    if (w.rn.n) ch_printer_set_namer(w.pr, renames_namer, &w.rn);
     switch (fmt) {
     case CH_FORMAT_TEXT: write_text(&w, n, sel); break;
     case CH_FORMAT_LATEX: write_latex(&w, n, sel); break;
@@ -639,6 +744,7 @@ static int write_all(ch_buf *out, FILE *sink, const ch_derivation *d,
     case CH_FORMAT_JSON: write_json(&w, n, sel); break;
     }
     ch_printer_free(w.pr);
+    renames_free(&w.rn);
     free(sel);
     if (out->oom) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     return 0;

@@ -75,6 +75,37 @@ print('lagrangian ' + ' + '.join(\"q%d'^2/2\" % i for i in range(n)) + ' - u16')
         && ok || bad "print cap scaled with n^2 ($n coordinates)"
 done
 
+# Names SymPy reserves (I, E, N, S, Integer; issue 45): the JSON and
+# SymPy outputs rename them in expressions (NAME_, longer while taken) and
+# say so; read back with SymPy they give the model's expression, never the
+# imaginary unit or Euler's number.
+printf 'coordinates I E N Integer\nparameters S=1 I_=2\nlagrangian (I'"'"'^2 + E'"'"'^2 + N'"'"'^2 + Integer'"'"'^2)/2 - S*I*E - I_*N^2 + 2*Integer\n' >"$tmp/names.nh"
+"$bin" derive "$tmp/names.nh" --format json >"$tmp/names.json" 2>"$tmp/err" &&
+"$bin" derive "$tmp/names.nh" --format sympy >"$tmp/names.py" 2>>"$tmp/err" &&
+/usr/bin/python3 - "$tmp" <<'PY' && ok || bad "SymPy names: $(cat "$tmp/err")"
+import json, runpy, sys
+import sympy
+tmp = sys.argv[1]
+d = json.load(open(tmp + "/names.json"))
+assert d["renamed"] == {"I": "I__", "E": "E_", "N": "N_", "Integer": "Integer_", "S": "S_"}, d["renamed"]
+S = {n: sympy.Symbol(n) for n in ["I", "E", "N", "Integer", "S", "I_", "I_t", "E_t", "N_t", "Integer_t"]}
+want = ((S["I_t"]**2 + S["E_t"]**2 + S["N_t"]**2 + S["Integer_t"]**2) / 2
+        - S["S"] * S["I"] * S["E"] - S["I_"] * S["N"]**2 + 2 * S["Integer"])
+# the reserved names themselves are not locals (Integer is SymPy's)
+loc = {n: s for n, s in S.items() if n not in d["renamed"]}
+for name, new in d["renamed"].items():
+    loc[new] = S[name]
+got = sympy.sympify(d["lagrangian"], locals=loc)
+assert sympy.expand(got - want) == 0, got
+plain = sympy.sympify(d["lagrangian"])  # no locals: plain symbols only
+assert not plain.atoms(sympy.core.numbers.ImaginaryUnit) and sympy.E not in plain.atoms(), plain
+script = runpy.run_path(tmp + "/names.py")
+assert sympy.expand(script["lagrangian"] - want) == 0, script["lagrangian"]
+PY
+# a model without such names has no "renamed" key
+"$bin" derive "$src/examples/knife_edge.nh" --format json | grep -q '"renamed"' \
+    && bad "knife_edge JSON has a renamed key" || ok
+
 # An output that cannot be written is exit 2 with a message, never exit 0
 # (issue 45): stdout on /dev/full and closed, -o into no folder; also the
 # driver program.

@@ -460,7 +460,7 @@ static void test_nonfinite(void)
     o.method = CHRT_EULER;
     o.dt = 1e300;
     o.t1 = 1e301;
-    double x0[2] = {0, 1e300}, p[2] = {1e300, 1e308};
+    double x0[2] = {0, 1e150}, p[2] = {1e300, 1e308}; /* E finite at t = 0 */
     FILE *f = tmpfile();
     CHECK(chrt_simulate(&nat, &o, x0, p, f, NULL, NULL, msg, sizeof msg) == CHRT_EXIT_NUMERIC);
     CHECK_MSG(strstr(msg, "(step 1): the new state is not finite") != NULL, "%s", msg);
