@@ -976,6 +976,10 @@ class Checker:
         self.points = random_points(model, seed=self.seed)
         names = {"t"} | set(model.sym)
         self.local = {name: model.symbol(name) for name in names}
+        # names SymPy reserves are written NAME_ in the expressions
+        # ("renamed"); every one of them must be listed there
+        for name, new in out.get("renamed", {}).items():
+            self.local[new] = self.local.pop(name, model.symbol(name))
 
     def fail(self, msg):
         self.errors.append(msg)
