@@ -13,7 +13,7 @@ _chetaev_options()
 {
     case $1 in
         derive) echo "--format --only -h --help --max-nodes" ;;
-        emit) echo "--form -o --prefix --driver -h --help --max-nodes" ;;
+        emit) echo "--form -o --prefix --driver --force -h --help --max-nodes" ;;
         run) echo "--form --method --rtol --atol --dt --dt-max --dt-out --t1 --every
                    --max-steps --stats --set --init --project --chart-min --no-rechart
                    --compiler -o --plot --plot-vars --xy -h --help --max-nodes" ;;

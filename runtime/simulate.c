@@ -856,18 +856,42 @@ static void put_header(const chrt_system *s, FILE *out)
     fputc('\n', out);
 }
 
+/* The CSV goes out in whole rows: rows are collected here and written
+ * with one unbuffered fwrite (one write(2)) per CSV_CHUNK, so that a run
+ * killed at any moment leaves a file that ends on a whole row. */
+#define CSV_CHUNK 65536
+
 typedef struct {
     FILE *out;
     const chrt_sink *also;
+    char *buf;
+    size_t len, cap;
+    int bad;
 } csv_sink;
+
+static int csv_flush(csv_sink *c)
+{
+    if (c->len && fwrite(c->buf, 1, c->len, c->out) != c->len) c->bad = 1;
+    c->len = 0;
+    if (fflush(c->out) != 0 || ferror(c->out)) c->bad = 1;
+    return c->bad ? -1 : 0;
+}
 
 static int csv_row(void *ctx, const double *v, int n)
 {
     csv_sink *c = ctx;
     int i;
-    for (i = 0; i < n; i++) fprintf(c->out, i ? ",%.17g" : "%.17g", v[i]);
-    fputc('\n', c->out);
-    if (ferror(c->out)) return -1;
+    size_t need = 26 * (size_t)n + 2; /* "-1.2345678901234567e-308," each */
+    if (c->len + need > c->cap && csv_flush(c)) return -1;
+    if (need > c->cap) { /* a row longer than the chunk */
+        char *b = realloc(c->buf, need);
+        if (!b) return -1;
+        c->buf = b, c->cap = need;
+    }
+    for (i = 0; i < n; i++)
+        c->len += (size_t)snprintf(c->buf + c->len, c->cap - c->len, i ? ",%.17g" : "%.17g",
+                                   v[i]);
+    c->buf[c->len++] = '\n';
     return c->also ? c->also->row(c->also->ctx, v, n) : 0;
 }
 
@@ -887,13 +911,20 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
     double t, *x = malloc(((size_t)s->nx + 1) * sizeof *x);
     if (!x) return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
     memcpy(x, x0, (size_t)s->nx * sizeof *x);
-    csv_sink c = {out, also};
+    csv_sink c = {out, also, malloc(CSV_CHUNK), 0, CSV_CHUNK, 0};
     chrt_sink sink = {csv_row, csv_note, &c};
+    if (!c.buf) {
+        free(x);
+        return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
+    }
+    setvbuf(out, NULL, _IONBF, 0); /* (before any output; the rows come whole) */
     put_header(s, out);
     rc = chrt_integrate(&s, o, 0, x, p, NULL, &sink, st, &t, errbuf, errlen);
     free(x);
     /* The rows before a failure are part of the result: flush them too. */
-    if (fflush(out) != 0 || ferror(out)) {
+    int bad = csv_flush(&c);
+    free(c.buf);
+    if (bad || fflush(out) != 0 || ferror(out)) {
         if (rc == CHRT_OK || rc == CHRT_EXIT_OUTPUT)
             rc = fail(errbuf, errlen, CHRT_EXIT_OUTPUT, "cannot write the CSV: %s",
                       strerror(errno));
