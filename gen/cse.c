@@ -272,6 +272,16 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
         fail(s, CH_ERR_LIMIT, "too many values in CSE");
         return 0;
     }
+    /* the CSE's values share the derivation's node budget (--max-nodes):
+     * a value costs about what a node does */
+    size_t limit = ch_ctx_node_limit(s->ctx);
+    if (limit && s->nn >= limit) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "node limit reached in the CSE of the emitted code: "
+                 "more than %zu values (--max-nodes)", limit);
+        fail(s, CH_ERR_LIMIT, msg);
+        return 0;
+    }
     if (s->nn == s->capn) {
         uint32_t cap = s->capn ? 2 * s->capn : 1024;
         node **v = ch_mem_resize(s->nd, s->capn * sizeof *v, cap * sizeof *v);

@@ -20,7 +20,11 @@ typedef struct {
     const ch_model *m;
     const ch_expr **mu, **E; /* the squares found (malloc'd) */
     size_t nb, cap;
-    const ch_expr *l0;       /* the velocity-free rest */
+    /* the velocity-free rest: its terms, summed once at the end (a sum
+     * grown term by term interns every partial sum, quadratic in the
+     * terms: 3 GB for 20 000) */
+    const ch_expr **rest;
+    size_t nrest, caprest;
     int bad;                 /* not of the form */
     /* the velocities q', memoized across the calls: asked of every
      * derivative, a fresh search built a set of all n velocities each
@@ -58,6 +62,24 @@ static void add_square(splitter *s, const ch_expr *mu, const ch_expr *E)
     s->E[s->nb++] = E;
 }
 
+static void add_rest(splitter *s, const ch_expr *e)
+{
+    if (!e) {
+        s->bad = -1;
+        return;
+    }
+    if (s->nrest == s->caprest) {
+        size_t cap = s->caprest ? 2 * s->caprest : 16;
+        const ch_expr **a = realloc(s->rest, cap * sizeof *a);
+        if (!a) {
+            s->bad = -1;
+            return;
+        }
+        s->rest = a, s->caprest = cap;
+    }
+    s->rest[s->nrest++] = e;
+}
+
 /* coef * e split into squares and the rest (coef free of velocities). */
 static void split(splitter *s, const ch_expr *e, const ch_expr *coef)
 {
@@ -67,11 +89,11 @@ static void split(splitter *s, const ch_expr *e, const ch_expr *coef)
         return;
     }
     if (!has_vel(s, e)) {
-        s->l0 = ch_add(ctx, s->l0, ch_mul(ctx, coef, e));
+        add_rest(s, ch_mul(ctx, coef, e));
         return;
     }
     if (e->kind == CH_ADD) {
-        s->l0 = ch_add(ctx, s->l0, ch_mul(ctx, coef, ch_num_q(ctx, e->num)));
+        add_rest(s, ch_mul(ctx, coef, ch_num_q(ctx, e->num)));
         for (uint32_t i = 0; i < e->n && !s->bad; i++)
             split(s, e->pair[i].e, ch_mul(ctx, coef, ch_num_q(ctx, e->pair[i].c)));
         return;
@@ -107,12 +129,15 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
 {
     size_t n = m->n;
     if (!m->lagrangian) return 1;
-    splitter s = {.ctx = ctx, .m = m, .l0 = ch_zero(ctx)};
+    splitter s = {.ctx = ctx, .m = m};
     if (ch_sym_finder_init(ctx, &s.vel, n, m->qt)) return -1;
     split(&s, m->lagrangian, ch_one(ctx));
+    const ch_expr *l0 = s.bad ? NULL : ch_add_n(ctx, s.nrest, s.rest);
+    free(s.rest);
+    if (!s.bad && !l0) s.bad = -1;
     int rc = s.bad ? s.bad : s.nb == 0 ? 1 : 0;
     const ch_expr **zero = rc ? NULL : ch_mat_new(ctx, n, 1);
-    ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL, s.l0};
+    ch_kane k = {n, s.nb, NULL, NULL, NULL, NULL, NULL, NULL, l0};
     if (!rc) {
         k.mu = ch_mat_new(ctx, s.nb, 1), k.E = ch_mat_new(ctx, s.nb, 1);
         k.a = ch_mat_new(ctx, s.nb, n), k.acc = ch_mat_new(ctx, s.nb, 1);
@@ -143,7 +168,7 @@ int ch_kane_split(ch_ctx *ctx, const ch_model *m, const ch_expr *const *Q, ch_ka
                                     ch_diff(ctx, E, m->q[j]));
     }
     for (size_t j = 0; !rc && j < n; j++)
-        k.F[j] = ch_add(ctx, Q[j] ? Q[j] : ch_zero(ctx), ch_diff(ctx, s.l0, m->q[j]));
+        k.F[j] = ch_add(ctx, Q[j] ? Q[j] : ch_zero(ctx), ch_diff(ctx, l0, m->q[j]));
     if (!rc && ch_ctx_exhausted(ctx)) rc = -1;
     free(s.mu);
     free(s.E);

@@ -73,5 +73,33 @@ else
     bad "chain1000 reduced: $(head -c 300 "$tmp/err")"
 fi
 
+# 100 000 distinct terms in the potential (2 MB of model): emit stays
+# far below 2 GB of memory (the velocity-free rest of the Lagrangian was
+# summed term by term, every partial sum interned: 3 GB for 20 000 terms).
+$py - >"$tmp/terms.nh" <<'PY'
+import random
+random.seed(1)
+n, seen, terms = 60, set(), []
+while len(terms) < 100000:
+    a, b, c = random.randrange(n), random.randrange(n), random.randrange(n)
+    if (a, b, c) not in seen:
+        seen.add((a, b, c))
+        terms.append("%d*q%d*q%d*sin(q%d)" % (len(terms) % 7 + 1, a, b, c))
+print("coordinates " + " ".join("q%d" % i for i in range(n)))
+print("lagrangian (" + " + ".join("q%d'^2" % i for i in range(n)) + ")/2 - ("
+      + " + ".join(terms) + ")/1000")
+PY
+if /usr/bin/time -f "%M" -o "$tmp/rss" timeout 600 "$bin" emit "$tmp/terms.nh" -o "$tmp/te" \
+    >/dev/null 2>"$tmp/err" && [ "$(tail -n 1 "$tmp/rss")" -lt 2000000 ]; then
+    ok
+else
+    bad "100 000 terms: $(tail -n 1 "$tmp/rss") KB: $(head -c 300 "$tmp/err")"
+fi
+# under a node budget it stops cleanly, naming the limit
+"$bin" emit "$tmp/terms.nh" -o "$tmp/te2" --max-nodes 100000 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] && grep -q "limit of 100000 nodes exceeded" "$tmp/err" && [ ! -e "$tmp/te2" ] \
+    && ok || bad "100 000 terms, --max-nodes 100000: exit $rc: $(head -c 300 "$tmp/err")"
+
 echo "large: $pass passed, $fail failed"
 [ "$fail" = 0 ]
