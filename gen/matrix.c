@@ -7,6 +7,7 @@
 
 #include "diff.h"
 #include "eval.h"
+#include "flint_compat.h"
 #include "simplify.h"
 
 const ch_expr **ch_mat_new(ch_ctx *ctx, size_t rows, size_t cols)
@@ -116,7 +117,11 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
             if (fabs(val[i]) > amax) amax = fabs(val[i]);
         }
         if (!finite) continue;
-        double tol = 1e-9 * (amax > 0 ? amax : 1); /* entries below count as zero */
+        /* entries below count as zero: relative to the whole matrix, so
+         * that a row of rounding noise (sin^2 + cos^2 - 1) is no rank; a
+         * badly scaled matrix (diag(5000, 1e-7)) may then show less than
+         * its rank here, which ch_full_rank settles in balls */
+        double tol = 1e-9 * (amax > 0 ? amax : 1);
         int r = peels(val, nz, rows, cols, tol, scratch, scratch + cols, nz + n)
                     ? (int)rows
                     : rank_d(val, rows, cols, tol);
@@ -128,6 +133,153 @@ int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
     free(nz);
     free(scratch);
     return best;
+}
+
+/* One point of ch_ball_rank: the ball elimination of A (rows x cols, at
+ * prec). *rank gets the pivots found; returns 1 when the rest is 0 to
+ * 2^-120 of the scale (decided), 0 when a candidate ball contains 0 but
+ * is too wide to tell. A's rows are scaled in place. */
+static int ball_eliminate(arb_mat_t A, slong rows, slong cols, slong prec, int *rank)
+{
+    arb_t t, piv;
+    mag_t big, m;
+    arb_init(t), arb_init(piv);
+    mag_init(big), mag_init(m);
+    /* each row scaled to its largest |entry|, an upper bound (scale
+     * invariance: a row of 1e-7's is as good as a row of 5000's) */
+    for (slong i = 0; i < rows; i++) {
+        int some = 0; /* an entry shown nonzero: the row has a scale */
+        mag_zero(big);
+        for (slong j = 0; j < cols; j++) {
+            arb_get_mag(m, arb_mat_entry(A, i, j));
+            if (mag_cmp(m, big) > 0) mag_set(big, m);
+            some |= !arb_contains_zero(arb_mat_entry(A, i, j));
+        }
+        /* a row of balls around 0 (sin^2 + cos^2 - 1) keeps its absolute
+         * size: scaled up, rounding noise would look like entries */
+        if (!some || mag_is_zero(big)) continue;
+        arf_t f;
+        arf_init(f);
+        arf_set_mag(f, big);
+        arb_set_arf(t, f);
+        for (slong j = 0; j < cols; j++)
+            arb_div(arb_mat_entry(A, i, j), arb_mat_entry(A, i, j), t, prec);
+        arf_clear(f);
+    }
+    int r = 0, decided = 1;
+    slong *cp = malloc((size_t)(cols + 1) * sizeof *cp);
+    for (slong j = 0; cp && j < cols; j++) cp[j] = j;
+    for (; cp && r < rows && r < cols;) {
+        /* the pivot: the ball farthest from 0 among those excluding it */
+        slong pi = -1, pj = -1;
+        arf_t best, lo;
+        arf_init(best), arf_init(lo);
+        for (slong i = r; i < rows; i++)
+            for (slong j = r; j < cols; j++) {
+                arb_srcptr e = arb_mat_entry(A, i, cp[j]);
+                if (arb_contains_zero(e)) continue;
+                arb_get_abs_lbound_arf(lo, e, prec);
+                if (pi < 0 || arf_cmp(lo, best) > 0) pi = i, pj = j, arf_set(best, lo);
+            }
+        arf_clear(best), arf_clear(lo);
+        if (pi < 0) {
+            /* no ball excludes 0: decided when all are 0 to 2^-120 */
+            for (slong i = r; i < rows && decided; i++)
+                for (slong j = r; j < cols && decided; j++) {
+                    arb_get_mag(m, arb_mat_entry(A, i, cp[j]));
+                    if (mag_cmp_2exp_si(m, -120) > 0) decided = 0;
+                }
+            break;
+        }
+        arb_mat_swap_rows(A, NULL, r, pi);
+        slong c = cp[r];
+        cp[r] = cp[pj], cp[pj] = c;
+        arb_set(piv, arb_mat_entry(A, r, cp[r]));
+        for (slong i = r + 1; i < rows; i++) {
+            arb_div(t, arb_mat_entry(A, i, cp[r]), piv, prec);
+            for (slong j = r; j < cols; j++)
+                arb_submul(arb_mat_entry(A, i, cp[j]), t, arb_mat_entry(A, r, cp[j]), prec);
+        }
+        r++;
+    }
+    if (!cp) decided = 0;
+    free(cp);
+    *rank = r;
+    arb_clear(t), arb_clear(piv);
+    mag_clear(big), mag_clear(m);
+    return decided;
+}
+
+int ch_ball_rank(ch_ctx *ctx, size_t rows, size_t cols, const ch_expr *const *a,
+                 const double *at, int points, ch_rank_info *info)
+{
+    size_t ns = ch_ctx_nsyms(ctx), n = rows * cols, full = rows < cols ? rows : cols;
+    memset(info, 0, sizeof *info);
+    if (full == 0) {
+        info->full = 1;
+        return 0;
+    }
+    double *v = malloc((ns ? ns : 1) * sizeof *v);
+    arb_ptr sv = _arb_vec_init((slong)(ns ? ns : 1));
+    arb_ptr *dst = malloc((n ? n : 1) * sizeof *dst);
+    arb_mat_t A;
+    arb_mat_init(A, (slong)rows, (slong)cols);
+    int rc = v && dst ? 0 : -1, all_deficient = 1;
+    for (size_t i = 0; !rc && i < n; i++)
+        dst[i] = arb_mat_entry(A, (slong)(i / cols), (slong)(i % cols));
+    for (int p = 0; !rc && p < points + (at != NULL) && !info->full; p++) {
+        int first = at && p == 0, k = at ? p - 1 : p;
+        if (first) ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, 0, v);
+        else ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, k, v);
+        double shrink = k < 4 ? 1 : ldexp(1, -(k - 3));
+        for (size_t s = 0; s < ns; s++) {
+            const ch_sym *sym = ch_ctx_sym(ctx, (uint32_t)s);
+            if (sym->kind == CH_SYM_PI) continue;
+            if (at && isfinite(at[s]) && (first || sym->kind == CH_SYM_PARAM)) v[s] = at[s];
+            else v[s] *= shrink;
+        }
+        for (size_t s = 0; s < ns; s++) arb_set_d(sv + s, v[s]);
+        int r = 0, decided = 0, defined = 1;
+        for (slong prec = 256; prec <= 1024 && defined && !decided; prec *= 4) {
+            if (ch_eval_arb_many(ctx, n, a, dst, sv, prec)) {
+                defined = 0;
+                ch_ctx_clear_error(ctx);
+                break;
+            }
+            decided = ball_eliminate(A, (slong)rows, (slong)cols, prec, &r);
+            if ((size_t)r == full) decided = 1;
+        }
+        if (!defined) continue;
+        info->evaluated++;
+        if (r > info->rank) info->rank = r;
+        if ((size_t)r == full) info->full = 1;
+        else if (!decided) all_deficient = 0;
+        else if (!info->witness) {
+            double *w = ch_ctx_alloc(ctx, (ns ? ns : 1) * sizeof *w);
+            if (w) memcpy(w, v, ns * sizeof *w);
+            info->witness = w;
+        }
+    }
+    info->deficient = !info->full && all_deficient && info->evaluated >= 2;
+    arb_mat_clear(A);
+    _arb_vec_clear(sv, (slong)(ns ? ns : 1));
+    free(dst);
+    free(v);
+    return rc;
+}
+
+int ch_full_rank(ch_ctx *ctx, size_t rows, size_t cols, const ch_expr *const *a,
+                 const double *at, int points, ch_rank_info *info)
+{
+    memset(info, 0, sizeof *info);
+    size_t full = rows < cols ? rows : cols;
+    if (ch_numeric_rank(ctx, rows, cols, a, points) == (int)full) {
+        info->full = 1;
+        info->rank = (int)full;
+        return 1;
+    }
+    if (ch_ball_rank(ctx, rows, cols, a, at, points, info)) return -1;
+    return info->full;
 }
 
 static double *generic_point(ch_ctx *ctx, int which)

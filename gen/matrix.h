@@ -27,6 +27,36 @@ const ch_expr **ch_jacobian(ch_ctx *ctx, size_t nf, const ch_expr *const *f,
 int ch_numeric_rank(ch_ctx *ctx, size_t rows, size_t cols,
                     const ch_expr *const *a, int points);
 
+/* The rank of a rows x cols symbolic matrix decided in ball arithmetic
+ * (THEORY §7), independent of the scale of the entries. Points: first
+ * `at` (ch_ctx_nsyms values, NaN for "random"; NULL: none), then
+ * generic points with the parameters held at their values in `at` and
+ * the other symbols in +-[0.5, 1.5] shrunk by 2^-j for later points (a
+ * sqrt(1 - v^2/c^2) is defined somewhere); a point where an entry is
+ * undefined is skipped, never counted as singular. At each point the
+ * entries are balls at 256 bits (1024 when that is not enough), every
+ * row scaled to its largest entry, and eliminated with pivots whose
+ * balls exclude 0: rank is the largest number of such pivots seen (a
+ * nonzero minor: a proof of rank >= rank). full: rank = min(rows,
+ * cols). deficient: at every one of the points evaluated (at least
+ * two), the rest after the pivots is 0 to 2^-120 of the rows' scale (the
+ * zero test of THEORY §7), *witness (when not NULL, arena-owned
+ * ch_ctx_nsyms doubles) one of those points. Neither: undecided (no
+ * point evaluated, or balls too wide). Returns -1 out of memory. */
+typedef struct {
+    int rank, full, deficient, evaluated;
+    const double *witness;
+} ch_rank_info;
+int ch_ball_rank(ch_ctx *ctx, size_t rows, size_t cols, const ch_expr *const *a,
+                 const double *at, int points, ch_rank_info *info);
+
+/* 1 when the matrix has full rank: shown by ch_numeric_rank at a float
+ * point (fast, structural first) or else by ch_ball_rank; 0 otherwise
+ * with *info the ball verdict (deficient, or undecided) for the message;
+ * -1 out of memory. A deficiency is never concluded from floats. */
+int ch_full_rank(ch_ctx *ctx, size_t rows, size_t cols, const ch_expr *const *a,
+                 const double *at, int points, ch_rank_info *info);
+
 /* Solves A X = B exactly for a k x k matrix A and a k x nrhs matrix B by
  * fraction-free (Bareiss) elimination; pivots are chosen among entries that
  * are nonzero at a random point, so an identically singular A is reported

@@ -245,8 +245,13 @@ static int degenerate(hwork *w)
 {
     size_t m = w->m;
     if (w->r->explicit_alpha || m > CH_HAMILTON_MAX_M) {
-        int rank = ch_numeric_rank(w->ctx, m, m, w->h->K, RANK_POINTS);
-        if (rank >= 0 || m > CH_HAMILTON_MAX_M) return rank >= 0 && rank < (int)m;
+        /* a deficiency only when shown in balls (ch_full_rank): the scale
+         * of K's entries decides nothing */
+        ch_rank_info ri;
+        int f = ch_full_rank(w->ctx, m, m, w->h->K, NULL, RANK_POINTS, &ri);
+        if (f < 0) return -1;
+        if (f) return 0;
+        if (ri.deficient || m > CH_HAMILTON_MAX_M) return ri.deficient;
     }
     const ch_expr *d = det(w->ctx, m, w->h->K);
     if (!d) return -1;

@@ -6,6 +6,10 @@
  * own formulas, so the identity E = M q_tt + h is a real check (tested). */
 #include "lagrange.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "../diff.h"
 #include "../matrix.h"
 #include "../simplify.h"
@@ -117,23 +121,83 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     return 0;
 }
 
+const double *ch_model_point(ch_ctx *ctx, const ch_model *m)
+{
+    size_t ns = ch_ctx_nsyms(ctx);
+    double *v = ch_ctx_alloc(ctx, (ns ? ns : 1) * sizeof *v);
+    if (!v) return NULL;
+    for (size_t s = 0; s < ns; s++) v[s] = NAN;
+    v[ch_sym_of(m->t)->sid] = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        v[ch_sym_of(m->q[i])->sid] = m->q0[i];
+        v[ch_sym_of(m->qt[i])->sid] = m->qt0[i];
+    }
+    for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
+    return v;
+}
+
+/* "x = 0.3, x' = -1.2" of the coordinates and velocities of point w. */
+static void put_point(const ch_model *m, const double *w, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < 2 * m->n && len + 1 < size; i++) {
+        const ch_expr *s = i < m->n ? m->q[i] : m->qt[i - m->n];
+        int k = snprintf(buf + len, size - len, "%s%s%s = %.4g", i ? ", " : "",
+                         ch_sym_of(m->q[i % m->n])->name, i < m->n ? "" : "'",
+                         w[ch_sym_of(s)->sid]);
+        if (k < 0) break;
+        len += (size_t)k;
+    }
+}
+
+/* Whether the rows x n matrix a has full rank, decided in ball arithmetic
+ * (ch_ball_rank); otherwise an error at pos: what (e.g. "the mass
+ * matrix d2L/dq'dq'") with the evidence. */
+static int full_rank(ch_ctx *ctx, const ch_model *m, size_t rows, const ch_expr *const *a,
+                     const double *at, ch_pos pos, const char *kind, const char *what,
+                     ch_error *err)
+{
+    ch_rank_info ri;
+    int f = ch_full_rank(ctx, rows, m->n, a, at, RANK_POINTS, &ri);
+    if (f < 0) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    if (f) return 0;
+    if (ri.deficient) {
+        char pt[320];
+        put_point(m, ri.witness, pt, sizeof pt);
+        return ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                            "%s: %s has rank %d < %zu at each of the %d points tried "
+                            "(ball arithmetic), e.g. at %s", kind, what, ri.rank, rows,
+                            ri.evaluated, pt);
+    }
+    if (!ri.evaluated)
+        return ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                            "%s: %s is undefined at the initial state and at the %d "
+                            "other points tried (a square root or logarithm of a "
+                            "negative number, a division by 0): give an `initial` "
+                            "state where it is defined", kind, what, RANK_POINTS);
+    return ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
+                        "%s: %s could not be shown to have full rank %zu at any of "
+                        "%d points (rank %d proven, ball arithmetic up to 1024 bits)",
+                        kind, what, rows, ri.evaluated, ri.rank);
+}
+
 /* Names the first constraint whose row makes the Jacobian rank-deficient
  * (only on failure: the search is quadratic in k). */
 static int inadmissible(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
-                        ch_error *err)
+                        const double *at, ch_error *err)
 {
-    size_t bad = m->k - 1;
-    for (size_t j = 1; j <= m->k; j++)
-        if (ch_numeric_rank(ctx, j, m->n, L->G, RANK_POINTS) < (int)j) {
-            bad = j - 1;
-            break;
-        }
-    return ch_error_set(err, CH_ERR_MODEL, m->file, m->constraint_pos[bad].line,
-                        m->constraint_pos[bad].col,
-                        "inadmissible constraints: the Jacobian of constraint "
-                        "%zu and those before it with respect to the "
-                        "velocities is rank-deficient everywhere",
-                        bad + 1);
+    ch_error_clear(err);
+    if (!full_rank(ctx, m, m->k, L->G, at, m->constraint_pos[0], "", "", err)) return 0;
+    for (size_t j = 1; j <= m->k; j++) {
+        char what[160];
+        snprintf(what, sizeof what, "the Jacobian of constraint %zu and those before it "
+                 "with respect to the velocities", j);
+        if (full_rank(ctx, m, j, L->G, at, m->constraint_pos[j - 1],
+                      "inadmissible constraints", what, err))
+            return err->code;
+    }
+    return 0;
 }
 
 int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
@@ -144,15 +208,14 @@ int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
     L.k = m->k;
     if (derive_unconstrained(ctx, m, &L))
         return ctx_failed(ctx, err, m, m->lagrangian_pos);
-    if (ch_numeric_rank(ctx, m->n, m->n, L.M, RANK_POINTS) < (int)m->n)
-        return ch_error_set(err, CH_ERR_MODEL, m->file, m->lagrangian_pos.line,
-                            m->lagrangian_pos.col,
-                            "degenerate Lagrangian: the mass matrix "
-                            "d2L/dq'dq' is identically singular");
+    const double *at = ch_model_point(ctx, m);
+    if (!at) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    if (full_rank(ctx, m, m->n, L.M, at, m->lagrangian_pos, "degenerate Lagrangian",
+                  "the mass matrix d2L/dq'dq'", err))
+        return err->code;
     if (derive_constraints(ctx, m, &L))
         return ctx_failed(ctx, err, m, m->k ? m->constraint_pos[0] : m->lagrangian_pos);
-    if (m->k && ch_numeric_rank(ctx, m->k, m->n, L.G, RANK_POINTS) < (int)m->k)
-        return inadmissible(ctx, m, &L, err);
+    if (m->k && inadmissible(ctx, m, &L, at, err)) return err->code;
     *out = L;
     return 0;
 }

@@ -28,6 +28,11 @@ typedef struct ch_lagrange {
 
 /* Derives all fields but EL; returns 0, or nonzero with err filled (degenerate
  * Lagrangian, inadmissible constraints, expression limits). */
+/* The model's initial state and parameter values as a point of
+ * ch_ball_rank (t = 0; NaN for the other symbols), arena-owned; NULL out
+ * of memory. */
+const double *ch_model_point(ch_ctx *ctx, const ch_model *m);
+
 int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
                        ch_error *err);
 

@@ -64,16 +64,24 @@ static void velocity_names(const ch_model *m, const int *idx, size_t k,
     }
 }
 
-static int block_rank(ch_ctx *ctx, const ch_lagrange *L, const int *dep,
+/* The rank of the block of the dependent velocities dep: k when it has
+ * full rank (ch_full_rank: a deficiency only when proved in balls, at the
+ * model's initial state and generic points), -2 out of memory. */
+static int block_rank(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L, const int *dep,
                       size_t k, size_t n)
 {
     const ch_expr **blk = malloc((k * k + 1) * sizeof *blk);
-    if (!blk) return -2;
+    const double *at = ch_model_point(ctx, m);
+    if (!blk || !at) {
+        free(blk);
+        return -2;
+    }
     for (size_t a = 0; a < k; a++)
         for (size_t b = 0; b < k; b++) blk[a * k + b] = L->G[a * n + dep[b]];
-    int r = ch_numeric_rank(ctx, k, k, blk, RANK_POINTS);
+    ch_rank_info ri;
+    int f = ch_full_rank(ctx, k, k, blk, at, RANK_POINTS, &ri);
     free(blk);
-    return r;
+    return f < 0 ? -2 : f ? (int)k : ri.rank;
 }
 
 static int take_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
@@ -93,7 +101,7 @@ static int take_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
         mf->dep[a] = d;
         mf->is_dep[d] = 1;
     }
-    int r = block_rank(ctx, L, mf->dep, mf->k, mf->n);
+    int r = block_rank(ctx, m, L, mf->dep, mf->k, mf->n);
     if (r == -2) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
     if (r < (int)mf->k) {
         char names[400];
@@ -175,7 +183,7 @@ static int choose_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L
                           "points; add a `dependent` statement");
         goto out;
     }
-    if (eliminate_and_choose(L, mf, a) || block_rank(ctx, L, mf->dep, k, n) < (int)k) {
+    if (eliminate_and_choose(L, mf, a) || block_rank(ctx, m, L, mf->dep, k, n) < (int)k) {
         rc = ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
                           "cannot choose the dependent velocities "
                           "automatically; add a `dependent` statement");
