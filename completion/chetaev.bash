@@ -17,7 +17,7 @@ _chetaev_options()
         run) echo "--form --method --rtol --atol --dt --dt-max --dt-out --t1 --every
                    --max-steps --stats --set --init --project --chart-min --no-rechart
                    --compiler -o --plot --plot-vars --xy -h --help --max-nodes" ;;
-        check) echo "--format --loop --plot -h --help --max-nodes" ;;
+        check) echo "--format --loop --plot --time-limit -h --help --max-nodes" ;;
         repl) echo "--form --compiler --max-nodes -h --help" ;;
     esac
 }
@@ -68,7 +68,7 @@ _chetaev()
                 --format|--only|--form|-o|--prefix|--method|--dt|--t1|--every|\
                 --rtol|--atol|--dt-max|--dt-out|--max-steps|\
                 --set|--init|--compiler|--plot|--plot-vars|--xy|--loop|\
-                --max-nodes|--chart-min) ;;
+                --max-nodes|--chart-min|--time-limit) ;;
                 *) model=$w ;;
             esac
         fi
@@ -119,7 +119,7 @@ _chetaev()
             compopt -o filenames 2>/dev/null
             return 0 ;;
         --dt|--t1|--every|--rtol|--atol|--dt-max|--dt-out|--max-steps|--chart-min|\
-        --init|--prefix|--plot-vars|--xy|--loop|--max-nodes|=)
+        --init|--prefix|--plot-vars|--xy|--loop|--max-nodes|--time-limit|=)
             return 0 ;;
     esac
 

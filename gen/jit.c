@@ -181,8 +181,10 @@ static int cc_paths_make(cc_paths *p)
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
     if ((size_t)snprintf(p->dir, sizeof p->dir, "%s/chetaev-jit-XXXXXX", tmp)
-        >= sizeof p->dir)
+        >= sizeof p->dir) {
+        errno = ENAMETOOLONG; /* (the message must not say "Success") */
         return -1;
+    }
     if (!mkdtemp(p->dir)) return -1;
     snprintf(p->src, sizeof p->src, "%s/unit.c", p->dir);
     snprintf(p->so, sizeof p->so, "%s/unit.so", p->dir);

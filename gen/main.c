@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__GLIBC__) && defined(__linux__)
 #include <malloc.h>
@@ -77,7 +78,8 @@ static const char *const usage_emit =
     "options:\n"
     "  --form F       full, reduced (default), hamilton, or all (every form\n"
     "                 the model has, with prefixes NAME_FORM)\n"
-    "  -o DIR         output directory (default .; created if missing)\n"
+    "  -o DIR         output directory (default .; created with its parents\n"
+    "                 if missing)\n"
     "  --prefix NAME  C prefix of every symbol (default MODEL_FORM)\n"
     "  --driver       also write DIR/main.c and the runtime sources so that\n"
     "                 'cc -O2 DIR/*.c -lm' builds a program printing the CSV\n"
@@ -430,6 +432,26 @@ static int files_write(const out_files *fs, const char *dir)
     return rc;
 }
 
+/* mkdir -p: dir and its missing parents. 0, or -1 with errno set. */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) {
+        errno = len ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        char c = path[i];
+        path[i] = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+        path[i] = c;
+    }
+    return 0;
+}
+
 /* Emits one form into fs; returns an exit code, or -1 when the form does
  * not exist for the model and skip_missing is set. */
 static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
@@ -549,7 +571,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
         rc = EXIT_MODEL;
     }
     /* Only now, everything built: the folder and the files. */
-    if (!rc && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (!rc && make_dirs(dir) != 0) {
         fprintf(stderr, "chetaev emit: cannot create %s: %s\n", dir, strerror(errno));
         rc = EXIT_OUTPUT;
     }
@@ -755,6 +777,7 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
 
 static const char *const usage_check =
     "usage: chetaev check MODEL [--format text|json] [--loop N [--plot FILE.svg]]\n"
+    "                           [--time-limit S]\n"
     "\n"
     "Audits which quantities MODEL conserves: the energy E, the frame energy\n"
     "T_xi (affine constraints), the momentum of every coordinate L does not\n"
@@ -771,6 +794,9 @@ static const char *const usage_check =
     "                 at t1 for each independent coordinate q_r (at most 15)\n"
     "                 over the circle at t = 0 (the same for every r), each\n"
     "                 curve about its own centre, one scale for both axes\n"
+    "  --time-limit S the quantities not decided after S seconds of the\n"
+    "                 audit are reported 'unknown' (not decided: time\n"
+    "                 limit); progress goes to stderr after 2 s\n"
     "  -h, --help     this help\n";
 
 /* Column (qi, yi) of the N loop states, centred on its mean and closed
@@ -837,8 +863,39 @@ static int plot_loop(const char *file, const ch_derivation *d,
 }
 
 /* Audits MODEL and, with --loop, measures I1; writes the report. */
+/* The audit's hooks (ch_audit_hooks): the --time-limit budget and a
+ * progress line on stderr at most once a second after the first 2 s. */
+typedef struct {
+    struct timespec t0;
+    double limit, last; /* limit <= 0: none */
+    size_t total;
+} audit_clock;
+
+static double audit_elapsed(const audit_clock *c)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
+}
+
+static int audit_stop(void *ctx)
+{
+    const audit_clock *c = ctx;
+    return c->limit > 0 && audit_elapsed(c) > c->limit;
+}
+
+static void audit_progress(void *ctx, size_t done, const char *name)
+{
+    audit_clock *c = ctx;
+    double t = audit_elapsed(c);
+    if (t < 2 || t - c->last < 1) return;
+    c->last = t;
+    fprintf(stderr, "chetaev check: %zu of %zu quantities decided (%s), %.1f s\n", done,
+            c->total, name, t);
+}
+
 static int check_model(const char *path, int json, long loop_n,
-                       const char *plot, size_t max_nodes)
+                       const char *plot, size_t max_nodes, double time_limit)
 {
     ch_ctx *ctx = ch_ctx_new();
     if (!ctx) {
@@ -855,7 +912,16 @@ static int check_model(const char *path, int json, long loop_n,
     ch_error err;
     ch_error_clear(&err);
     int rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc && ch_audit_run(ctx, d, &a, &err)) rc = report(&err);
+    audit_clock clk = {{0, 0}, time_limit, 0, 0};
+    ch_audit_hooks hooks = {audit_stop, audit_progress, &clk};
+    if (!rc) {
+        clock_gettime(CLOCK_MONOTONIC, &clk.t0);
+        clk.total = 2 + m->n + m->nfields + m->nintegrals; /* at most */
+    }
+    if (!rc && ch_audit_run(ctx, d, &hooks, &a, &err)) rc = report(&err);
+    if (!rc && a.skipped)
+        fprintf(stderr, "chetaev check: the time limit (%g s) left %zu quantities "
+                "undecided\n", time_limit, a.skipped);
     if (!rc && loop_n > 0 && ch_loop_run(ctx, d, (size_t)loop_n, &lo, &loop, &err))
         rc = report(&err);
     if (!rc && plot) rc = plot_loop(plot, d, &loop);
@@ -876,11 +942,19 @@ static int check_model(const char *path, int json, long loop_n,
 static int cmd_check(int argc, char **argv, size_t max_nodes)
 {
     const char *path = NULL, *fmt = "text", *loop = NULL, *plot = NULL;
+    double limit = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage_check, stdout);
             return 0;
+        } else if (opt_value(argc, argv, &i, "--time-limit", &v)) {
+            char *end;
+            if (!v) return usage_error("check", "%s needs a value", "--time-limit");
+            limit = strtod(v, &end);
+            if (end == v || *end || !(limit > 0 && limit < 1e9))
+                return usage_error("check", "--time-limit needs a positive number of "
+                                   "seconds, not '%s'", v);
         } else if (opt_value(argc, argv, &i, "--format", &v)) {
             if (!v) return usage_error("check", "%s needs a value", "--format");
             fmt = v;
@@ -909,7 +983,7 @@ static int cmd_check(int argc, char **argv, size_t max_nodes)
     }
     if (plot && !loop) return usage_error("check", "%s", "--plot needs --loop N");
     if (!path) return usage_error("check", "%s", "missing MODEL file");
-    return check_model(path, !strcmp(fmt, "json"), n, plot, max_nodes);
+    return check_model(path, !strcmp(fmt, "json"), n, plot, max_nodes, limit);
 }
 
 static const char *const usage_repl =

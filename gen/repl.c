@@ -583,7 +583,7 @@ static int cmd_check(repl *r, int argc, char **argv)
     ch_audit a;
     ch_error e;
     ch_error_clear(&e);
-    if (ch_audit_run(r->ctx, r->d, &a, &e)) return report(r, &e);
+    if (ch_audit_run(r->ctx, r->d, NULL, &a, &e)) return report(r, &e);
     ch_buf b;
     ch_buf_init(&b);
     ch_audit_write_text(&b, &a, NULL);

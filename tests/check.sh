@@ -102,5 +102,29 @@ else
     bad "check --loop 16: $(cat "$tmp/err")"
 fi
 
+# --time-limit (issue 45): the quantities not decided within the budget
+# are "unknown" by "time limit", said on stderr; without it all are decided.
+$py -c "
+n = 30
+print('coordinates ' + ' '.join('q%d' % i for i in range(n)))
+print('lagrangian ' + ' + '.join(\"q%d'^2/2\" % i for i in range(n)) + ' + '
+      + ' + '.join(\"q%d'*q%d'/10\" % (i, i + 1) for i in range(n - 1)))
+" >"$tmp/cyclic.nh"
+expect 2 "--time-limit needs a positive number of seconds, not '0'" -- check "$tmp/cyclic.nh" --time-limit 0
+expect 2 "--time-limit needs a positive number of seconds, not 'x'" -- check "$tmp/cyclic.nh" --time-limit x
+"$bin" check "$tmp/cyclic.nh" --format json --time-limit 1e-9 >"$tmp/tl.json" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] && grep -q "chetaev check: the time limit (1e-09 s) left [0-9]* quantities undecided" "$tmp/err" \
+    && $py - "$tmp/tl.json" <<'PY' && ok || bad "check --time-limit: exit $rc: $(cat "$tmp/err")"
+import json, sys
+q = json.load(open(sys.argv[1]))["quantities"]
+skipped = [x for x in q if x["decided_by"] == "time limit"]
+assert len(q) == 31 and len(skipped) >= 29, (len(q), len(skipped))
+assert all(x["verdict"] == "unknown" and x["max_rate"] is None for x in skipped), skipped[0]
+PY
+"$bin" check "$tmp/cyclic.nh" --format json >"$tmp/tl.json" 2>"$tmp/err" && [ ! -s "$tmp/err" ] \
+    && $py -c "import json,sys; q=json.load(open(sys.argv[1]))['quantities']; sys.exit(any(x['decided_by'] == 'time limit' or x['verdict'] != 'conserved' for x in q))" "$tmp/tl.json" \
+    && ok || bad "check without --time-limit: $(cat "$tmp/err")"
+
 echo "check.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

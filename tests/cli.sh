@@ -151,6 +151,12 @@ wait $pid 2>/dev/null
     && [ "$(awk -F, '{print NF}' "$tmp/kill.csv" | sort -u)" = 12 ] \
     && ok || bad "run -o killed: the file does not end on a whole row"
 
+# A TMPDIR too long for the cc backend's folder: its reason, not "Success"
+long=/tmp/$(/usr/bin/python3 -c "print('a' * 5000)")
+echo quit | TMPDIR=$long "$bin" repl "$src/examples/knife_edge.nh" --compiler cc >/dev/null 2>"$tmp/err"
+grep -q "cc: cannot create a temporary directory: File name too long" "$tmp/err" \
+    && ok || bad "long TMPDIR: $(cat "$tmp/err")"
+
 # An output that cannot be written is exit 2 with a message, never exit 0
 # (issue 45): stdout on /dev/full and closed, -o into no folder; also the
 # driver program.

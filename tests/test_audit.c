@@ -39,7 +39,7 @@ static int build(sys *s, const char *file, const char *text)
     }
     if (rc) return rc;
     if ((rc = ch_derive(s->ctx, s->m, &s->d, &s->err))) return rc;
-    return ch_audit_run(s->ctx, s->d, &s->a, &s->err);
+    return ch_audit_run(s->ctx, s->d, NULL, &s->a, &s->err);
 }
 
 static void done(sys *s) { ch_ctx_free(s->ctx); }

@@ -50,9 +50,11 @@ static int fail(ch_ctx *ctx, const ch_model *m, ch_error *err)
  * ====================================================================== */
 
 /* max[j] = largest |e[j]| (ball midpoint) over `points` random points of
- * the manifold (e[j] NULL: skipped, max -1). Returns the points used. */
+ * the manifold (e[j] NULL: skipped, max -1), fewer once h's time budget
+ * is spent (h may be NULL). Returns the points used. */
 static int manifold_max(ch_ctx *ctx, const ch_manifold *mf, size_t ne,
-                        const ch_expr *const *e, int points, double *max)
+                        const ch_expr *const *e, int points, double *max,
+                        const ch_audit_hooks *h)
 {
     size_t ns = ch_ctx_nsyms(ctx);
     arb_struct *sv = _arb_vec_init((slong)(ns ? ns : 1));
@@ -64,6 +66,7 @@ static int manifold_max(ch_ctx *ctx, const ch_manifold *mf, size_t ne,
     for (size_t j = 0; j < ne; j++) max[j] = e[j] ? 0 : -1;
     int used = 0;
     for (int tries = 0; used < points && tries < AUDIT_TRIES * points; tries++) {
+        if (used && h && h->stop && h->stop(h->ctx)) break;
         for (size_t s = 0; s < ns; s++)
             arb_set_d(sv + s, 4.0 * (double)n_randint(rnd, 1u << 20)
                                   / (double)(1u << 20) - 2.0);
@@ -275,7 +278,10 @@ static void append_verdict(char *buf, size_t size, ch_ctx *ctx,
                            const ch_model *m, const quantity *q)
 {
     const ch_zero_result *z = &q->test;
-    if (z->verdict == CH_ZERO_YES) {
+    if (q->skipped) {
+        ch_str_append(buf, size, "not decided: the time limit of check (--time-limit) "
+                      "was reached first");
+    } else if (z->verdict == CH_ZERO_YES) {
         if (z->symbolic) ch_str_append(buf, size, "dF/dt is identically 0");
         else ch_str_append(buf, size, "dF/dt = 0 at %d random points of the "
                                "constraint manifold", z->points);
@@ -296,18 +302,32 @@ static void append_verdict(char *buf, size_t size, ch_ctx *ctx,
  * quantities
  * ====================================================================== */
 
-/* Decides q->rate and fills maxima: extra[0] is the reaction term. */
-static void decide(ch_ctx *ctx, const ch_derivation *d, quantity *q,
-                   const ch_expr *reaction, int *points)
+/* Decides q->rate and fills maxima: extra[0] is the reaction term;
+ * nothing once the hooks' time budget is spent (q->skipped). */
+static void decide(ch_ctx *ctx, ch_audit *a, quantity *q, const ch_expr *reaction,
+                   int *points)
 {
+    const ch_derivation *d = a->d;
+    const ch_audit_hooks *h = a->hooks;
+    if (h && h->stop && h->stop(h->ctx)) {
+        q->skipped = 1;
+        a->skipped++;
+        q->verdict = -1;
+        q->test.verdict = CH_ZERO_UNKNOWN;
+        q->max_rate = NAN;
+        q->reaction_power_max = -1;
+        *points = 0;
+        return;
+    }
     const ch_expr *e[2] = {q->rate, reaction};
     double mx[2];
-    *points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx);
+    *points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, h);
     q->verdict = verdict_of(on_manifold(ctx, &d->mf, q->rate, &q->test));
     if (q->test.verdict == CH_ZERO_YES && q->test.symbolic) q->max_rate = 0;
     else q->max_rate = fmax(q->test.max_abs, mx[0] < 0 ? 0 : mx[0]);
     q->reaction_power_max = reaction ? mx[1] : -1;
     ch_ctx_clear_error(ctx);
+    if (h && h->progress) h->progress(h->ctx, a->nq, q->name);
 }
 
 static quantity *push(ch_audit *a, const char *name, ch_audit_kind kind)
@@ -331,8 +351,12 @@ static int add_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     const ch_expr *power = dot(ctx, d->model->n, d->chet.R, d->model->qt);
     if (!power) return -1;
     const ch_expr *e[2] = {q->rate, power};
-    double mx[2];
-    a->points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx);
+    double mx[2] = {0, -1};
+    const ch_audit_hooks *h = a->hooks;
+    /* the verdict is the derivation's; the maxima only within the budget */
+    if (!(h && h->stop && h->stop(h->ctx)))
+        a->points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, h);
+    if (h && h->progress) h->progress(h->ctx, a->nq, q->name);
     q->verdict = d->chet.energy_conserved;
     q->test = d->chet.energy_test;
     q->max_rate = q->test.verdict == CH_ZERO_YES && q->test.symbolic
@@ -361,7 +385,7 @@ static int add_frame_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     const ch_expr *rxi = dot(ctx, n, d->chet.R, a->xi);
     if (!q->rate || !rxi) return -1;
     int pts;
-    decide(ctx, d, q, rxi, &pts);
+    decide(ctx, a, q, rxi, &pts);
     char why[640] = "";
     if (!strcmp(a->xi_source, "field"))
         ch_str_append(why, sizeof why, "xi = field %s (S xi + s = 0): ", a->xi_field);
@@ -394,7 +418,7 @@ static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
         if (!q->rate) return -1;
         q->in_distribution = in_distribution(ctx, d, e);
         int pts;
-        decide(ctx, d, q, d->chet.R[i], &pts);
+        decide(ctx, a, q, d->chet.R[i], &pts);
         char why[640] = "";
         ch_str_append(why, sizeof why, "%s is cyclic, dp/dt = Q_%s + R_%s: ",
                ch_sym_of(m->q[i])->name, ch_sym_of(m->q[i])->name, ch_sym_of(m->q[i])->name);
@@ -430,9 +454,9 @@ static int add_field(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
     const ch_expr *qy = dot(ctx, n, d->lag.Q, f->comp);
     if (!q->rate || !ry || !lie || !qy) return -1;
     int pts;
-    decide(ctx, d, q, ry, &pts);
+    decide(ctx, a, q, ry, &pts);
     double mx;
-    manifold_max(ctx, &d->mf, 1, &lie, AUDIT_POINTS, &mx);
+    manifold_max(ctx, &d->mf, 1, &lie, AUDIT_POINTS, &mx, a->hooks);
     q->lie_max = mx;
     q->lie_zero = verdict_of(identically(ctx, lie));
     q->in_distribution = in_distribution(ctx, d, f->comp);
@@ -471,20 +495,21 @@ static int add_integral(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
     q->rate = ch_diff_t(ctx, q->F);
     if (!q->rate) return -1;
     int pts;
-    decide(ctx, d, q, NULL, &pts);
+    decide(ctx, a, q, NULL, &pts);
     char why[640] = "";
     append_verdict(why, sizeof why, ctx, d->model, q);
     q->reason = ch_ctx_strdup(ctx, why);
     return q->reason ? 0 : -1;
 }
 
-int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, ch_audit *out,
-                 ch_error *err)
+int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, const ch_audit_hooks *hooks,
+                 ch_audit *out, ch_error *err)
 {
     const ch_model *m = d->model;
     ch_audit a;
     memset(&a, 0, sizeof a);
     a.d = d;
+    a.hooks = hooks;
     size_t cap = 2 + d->model->n + m->nfields + m->nintegrals;
     a.q = ch_ctx_alloc(ctx, cap * sizeof *a.q);
     if (!a.q) return ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
@@ -551,7 +576,7 @@ void ch_audit_write_json(ch_buf *o, const ch_audit *a,
         ch_buf_printf(o, ", \"kind\": \"%s\", \"verdict\": \"%s\", "
                       "\"decided_by\": \"%s\", \"max_rate\": ",
                       ch_audit_kind_name(q->kind), verdict_name(q->verdict),
-                      q->test.symbolic ? "symbolic" : "random points");
+                      q->skipped ? "time limit" : q->test.symbolic ? "symbolic" : "random points");
         put_number(o, q->max_rate);
         if (q->reaction_power_max >= 0) {
             ch_buf_put(o, ", \"reaction_power_max\": ");
@@ -620,11 +645,11 @@ void ch_audit_write_text(ch_buf *o, const ch_audit *a,
                   a->points);
     for (size_t i = 0; i < a->nq; i++) {
         const quantity *q = &a->q[i];
-        ch_buf_printf(o, "%-10s %-13s %-14s by %-14s max |dF/dt| = %.3g",
-                      q->name, ch_audit_kind_name(q->kind),
+        ch_buf_printf(o, "%-10s %-13s %-14s by %-14s ", q->name, ch_audit_kind_name(q->kind),
                       verdict_name(q->verdict),
-                      q->test.symbolic ? "symbolic" : "random points",
-                      q->max_rate);
+                      q->skipped ? "time limit" : q->test.symbolic ? "symbolic" : "random points");
+        if (q->skipped) ch_buf_put(o, "max |dF/dt| not computed");
+        else ch_buf_printf(o, "max |dF/dt| = %.3g", q->max_rate);
         if (q->reaction_power_max >= 0)
             ch_buf_printf(o, ", max |reaction power| = %.3g",
                           q->reaction_power_max);

@@ -47,7 +47,18 @@ typedef struct {
      * i.e. S Y == 0, Y a section of D (1, 0, -1). */
     int in_distribution;
     const char *reason;      /* one or two sentences for readers (arena) */
+    int skipped;             /* not decided: the time limit was reached first */
 } ch_audit_quantity;
+
+/* What a front end adds to the audit (each may be NULL): stop() returns
+ * 1 once its time budget is spent, and the quantities not yet decided
+ * then get verdict -1 ("not decided: time limit"); progress() is told
+ * after each quantity decided (done quantities so far, its name). */
+typedef struct {
+    int (*stop)(void *ctx);
+    void (*progress)(void *ctx, size_t done, const char *name);
+    void *ctx;
+} ch_audit_hooks;
 
 typedef struct ch_audit {
     const ch_derivation *d;
@@ -61,12 +72,14 @@ typedef struct ch_audit {
     const char *xi_source;
     const char *xi_field;
     int points;              /* manifold points used for the maxima */
+    const ch_audit_hooks *hooks;
+    size_t skipped;          /* quantities left undecided by the time limit */
 } ch_audit;
 
 /* Runs the audit. Returns 0, or nonzero with err filled (out of memory,
  * expression limits). Undecidable quantities are verdict -1, not errors. */
-int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, ch_audit *out,
-                 ch_error *err);
+int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, const ch_audit_hooks *hooks,
+                 ch_audit *out, ch_error *err);
 
 /* The report: readable text, or the SPEC §2 JSON object. loop is the
  * Poincare-Cartan measurement of `check --loop N`, or NULL ("loop": null). */
