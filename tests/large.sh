@@ -9,13 +9,8 @@
 # q_i = q1 - 1 for i > 1. Usage: large.sh CHETAEV
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 
 chain() { # chain N: $tmp/chainN.nh
     $py - "$1" >"$tmp/chain$1.nh" <<'PY'

@@ -7,13 +7,8 @@
 # refused with the rank and a witness point. Usage: rank.sh CHETAEV
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib.sh"
 p="'"
 
 # valid: diag(5000, 1e-7); a relativistic particle (c a parameter: most
