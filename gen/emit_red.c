@@ -187,7 +187,10 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
     /* equal pivots (the same text) are tested and inverted once: first[j]
      * is the first j' with pivot j's text */
     size_t *first = calloc(g->k + 1, sizeof *first);
-    if (!first) {
+    unsigned char *dgused = calloc(g->k + 1, 1);
+    if (!first || !dgused) {
+        free(first);
+        free(dgused);
         g->b->oom = 1;
         return;
     }
@@ -242,10 +245,15 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
                     sum_sub(&s, val(g, off), xname(g, t2, cl * g->w + col));
             }
             ch_buf_printf(g->b, ") * %s;\n", nm(t3, "dg", first[j]));
+            dgused[first[j]] = 1;
             g->ops->mul += 1;
         }
     }
+    /* a pivot row whose X entries are all 0 reads no inverse */
+    for (size_t j = 0; j < g->k; j++)
+        if (first[j] == j && !dgused[j]) ch_buf_printf(g->b, "    (void)dg%zu;\n", j);
     free(first);
+    free(dgused);
 }
 
 /* The operations of la_solve's LU path on n x n with nrhs right sides. */
