@@ -571,8 +571,9 @@ static int start_ext(loop *L)
 {
     const chrt_ext_stepper *e = L->o->ext;
     char why[400];
-    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, L->s->newton ? L->vs : NULL, why,
-                 sizeof why))
+    /* (the loop updates L->vs in place after every accepted state; it
+     * holds the start's velocities whenever the initial row was written) */
+    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, vstart(L), why, sizeof why))
         return ext_fail(L, L->t, why);
     L->ext_started = 1;
     return CHRT_OK;
