@@ -24,14 +24,13 @@ const ch_compiled *ch_compiled_of(const chrt_system *s)
 /* The plain PREFIX_rhs and PREFIX_energy (ch_compiled.rhs, .energy). */
 static int bind_plain(ch_compiled *c, ch_error *err)
 {
-    char name[96];
-    snprintf(name, sizeof name, "%s_rhs", c->prefix);
-    void *rhs = ch_jit_symbol(c->jit, name);
-    snprintf(name, sizeof name, "%s_energy", c->prefix);
-    void *en = ch_jit_symbol(c->jit, name);
+    char rn[96], en_name[96];
+    snprintf(rn, sizeof rn, "%s_rhs", c->prefix);
+    snprintf(en_name, sizeof en_name, "%s_energy", c->prefix);
+    void *rhs = ch_jit_symbol(c->jit, rn), *en = ch_jit_symbol(c->jit, en_name);
     if (!rhs || !en)
         return ch_error_set(err, CH_ERR_MODEL, NULL, 0, 0,
-                            "compiled code lacks the symbol '%s'", rhs ? name : "PREFIX_rhs");
+                            "compiled code lacks the symbol '%s'", rhs ? en_name : rn);
     /* object pointer to function pointer: copy the representation (POSIX dlsym) */
     memcpy(&c->rhs, &rhs, sizeof c->rhs);
     memcpy(&c->energy, &en, sizeof c->energy);
