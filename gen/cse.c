@@ -253,12 +253,49 @@ static void *arena_alloc(cse *s, size_t size)
     return p;
 }
 
+/* 1 when the exact constant q has a double: neither beyond DBL_MAX nor a
+ * nonzero number below the smallest subnormal (10^400 must not become
+ * HUGE_VAL, nor 10^-400 become 0, silently); 0 with the emitter failed. */
+static int range_ok(cse *s, const fmpq_t q)
+{
+    fmpq_t a;
+    fmpq_init(a);
+    fmpq_abs(a, q);
+    double d = ch_fmpq_to_double(a);
+    if (!fmpq_is_zero(a) && (isinf(d) || d == 0)) {
+        /* log10 |q| from the sizes of numerator and denominator */
+        double e = ((double)fmpz_bits(fmpq_numref(a)) - (double)fmpz_bits(fmpq_denref(a)))
+                   * 0.30102999566398120;
+        char msg[200];
+        snprintf(msg, sizeof msg, "a constant of the equations, about 1e%+.0f, is beyond "
+                 "the range of double (1e-323 to 1e308): rescale the model's units", e);
+        fmpq_clear(a);
+        fail(s, CH_ERR_MODEL, msg);
+        return 0;
+    }
+    fmpq_clear(a);
+    return 1;
+}
+
+/* range_ok without the conversion where q's numerator and denominator
+ * are small integers (|q| within 2^+-62): the common case. */
+static int q_in_range(cse *s, const fmpq *q)
+{
+    if (!COEFF_IS_MPZ(*fmpq_numref(q)) && !COEFF_IS_MPZ(*fmpq_denref(q))) return 1;
+    return range_ok(s, q);
+}
+
 /* The value with these (already canonical) contents, created if new. */
 static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
                        const uint32_t *op, uint32_t n, uint32_t nd, const fmpq *c,
                        const fmpq *k)
 {
     if (s->failed) return 0;
+    /* a coefficient or constant term beyond double (10^400 + sin(x)) is
+     * an error, never HUGE_VAL or 0 in the C */
+    if (k && !q_in_range(s, k)) return 0;
+    for (uint32_t i = 0; c && i < n; i++)
+        if (!q_in_range(s, c + i)) return 0;
     uint64_t h = node_hash(kind, fn, text, op, n, nd, c, k);
     if (4 * (s->tablen + 1) > 3 * s->tabcap && tab_grow(s)) {
         oom(s);
@@ -348,30 +385,6 @@ static void put_abs_q(ch_buf *b, const fmpq_t q)
     fmpq_abs(a, q);
     put_double(b, ch_fmpq_to_double(a));
     fmpq_clear(a);
-}
-
-/* 1 when the exact constant q has a double: neither beyond DBL_MAX nor a
- * nonzero number below the smallest subnormal (10^400 must not become
- * HUGE_VAL, nor 10^-400 become 0, silently); 0 with the emitter failed. */
-static int range_ok(cse *s, const fmpq_t q)
-{
-    fmpq_t a;
-    fmpq_init(a);
-    fmpq_abs(a, q);
-    double d = ch_fmpq_to_double(a);
-    if (!fmpq_is_zero(a) && (isinf(d) || d == 0)) {
-        /* log10 |q| from the sizes of numerator and denominator */
-        double e = ((double)fmpz_bits(fmpq_numref(a)) - (double)fmpz_bits(fmpq_denref(a)))
-                   * 0.30102999566398120;
-        char msg[200];
-        snprintf(msg, sizeof msg, "a constant of the equations, about 1e%+.0f, is beyond "
-                 "the range of double (1e-323 to 1e308): rescale the model's units", e);
-        fmpq_clear(a);
-        fail(s, CH_ERR_MODEL, msg);
-        return 0;
-    }
-    fmpq_clear(a);
-    return 1;
 }
 
 static uint32_t mk_num(cse *s, const fmpq_t q)

@@ -372,10 +372,11 @@ static void reduce(gen *g)
             for (size_t nu = 0; nu < g->k; nu++) {
                 size_t id = (size_t)in->dep[nu];
                 if (!g->xnz[nu * g->w + r]) continue;
-                xname(g, t3, nu * g->w + r);
+                /* (named, and marked read, only where a term uses it) */
                 if (col < m && g->mbnz[id * m + col])
-                    sum_sub(&s, t3, nm(t2, "MB", id * m + col));
-                if (col == m && nz(g, ob(g, id))) sum_sub(&s, t3, val(g, ob(g, id)));
+                    sum_sub(&s, xname(g, t3, nu * g->w + r), nm(t2, "MB", id * m + col));
+                if (col == m && nz(g, ob(g, id)))
+                    sum_sub(&s, xname(g, t3, nu * g->w + r), val(g, ob(g, id)));
             }
             for (size_t nu = 0; col == m && nu < g->k; nu++) {
                 size_t id = (size_t)in->dep[nu];

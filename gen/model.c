@@ -1258,7 +1258,12 @@ int ch_model_read(const char *path, char **text, size_t *len, ch_error *err)
     if (fd < 0)
         return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot open: %s",
                             strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot read: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
         int dir = S_ISDIR(st.st_mode);
         close(fd);
         return ch_error_set(err, CH_ERR_IO, path, 0, 0, "cannot read: %s",

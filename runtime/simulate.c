@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void chrt_options_default(chrt_options *o)
 {
@@ -858,8 +859,9 @@ static void put_header(const chrt_system *s, FILE *out)
 }
 
 /* The CSV goes out in whole rows: rows are collected here and written
- * with one unbuffered fwrite (one write(2)) per CSV_CHUNK, so that a run
- * killed at any moment leaves a file that ends on a whole row. */
+ * with one unbuffered fwrite (one write(2)) per CSV_CHUNK, half a second
+ * of CPU or note, so that a run killed at any moment leaves a file that
+ * ends on a whole row, and a slow run still shows its rows as it goes. */
 #define CSV_CHUNK 65536
 
 typedef struct {
@@ -868,10 +870,12 @@ typedef struct {
     char *buf;
     size_t len, cap;
     int bad;
+    clock_t last; /* of the last flush */
 } csv_sink;
 
 static int csv_flush(csv_sink *c)
 {
+    c->last = clock();
     if (c->len && fwrite(c->buf, 1, c->len, c->out) != c->len) c->bad = 1;
     c->len = 0;
     if (fflush(c->out) != 0 || ferror(c->out)) c->bad = 1;
@@ -893,12 +897,14 @@ static int csv_row(void *ctx, const double *v, int n)
         c->len += (size_t)snprintf(c->buf + c->len, c->cap - c->len, i ? ",%.17g" : "%.17g",
                                    v[i]);
     c->buf[c->len++] = '\n';
+    if (clock() - c->last > CLOCKS_PER_SEC / 2 && csv_flush(c)) return -1;
     return c->also ? c->also->row(c->also->ctx, v, n) : 0;
 }
 
 static void csv_note(void *ctx, double t, const char *text)
 {
     csv_sink *c = ctx;
+    csv_flush(c); /* the rows before the note first (a failure shows later) */
     if (c->also && c->also->note) c->also->note(c->also->ctx, t, text);
 }
 
@@ -912,7 +918,7 @@ int chrt_simulate(const chrt_system *s, const chrt_options *o,
     double t, *x = malloc(((size_t)s->nx + 1) * sizeof *x);
     if (!x) return fail(errbuf, errlen, CHRT_EXIT_IO, "%s", "out of memory");
     memcpy(x, x0, (size_t)s->nx * sizeof *x);
-    csv_sink c = {out, also, malloc(CSV_CHUNK), 0, CSV_CHUNK, 0};
+    csv_sink c = {out, also, malloc(CSV_CHUNK), 0, CSV_CHUNK, 0, clock()};
     chrt_sink sink = {csv_row, csv_note, &c};
     if (!c.buf) {
         free(x);

@@ -185,8 +185,9 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
 
 /* The CSV of SPEC §2 to out: the header, then the rows of chrt_integrate
  * from t = 0 and x0, each also passed to also (may be NULL, e.g. a table
- * for a plot). Returns as chrt_integrate; CHRT_EXIT_IO when writing
- * fails. */
+ * for a plot). out is made unbuffered (nothing may have been written to
+ * it): the rows go out in whole chunks, so a killed run leaves whole
+ * rows. Returns as chrt_integrate; CHRT_EXIT_OUTPUT when writing fails. */
 int chrt_simulate(const chrt_system *s, const chrt_options *o,
                   const double *x0, const double *p, FILE *out,
                   const chrt_sink *also, chrt_stats *st, char *errbuf,

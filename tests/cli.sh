@@ -173,6 +173,15 @@ for args in "--help" "--version" "derive --help" "derive $k" "check $k" "run $k 
     rc=$?
     [ $rc = 2 ] && ok || bad "$args with stdout closed: exit $rc: $(head -c 200 "$tmp/err")"
 done
+# a command that writes nothing to a closed stdout (cron) succeeds
+"$bin" emit "$k" -o "$tmp/closed" >&- 2>"$tmp/err" && [ -s "$tmp/closed/knife_edge_reduced.c" ] \
+    && ok || bad "emit with stdout closed: $(cat "$tmp/err")"
+# new files follow the umask; a replaced file keeps its mode
+(umask 077 && "$bin" emit "$k" -o "$tmp/um" >/dev/null 2>&1)
+[ "$(stat -c %a "$tmp/um/knife_edge_reduced.c")" = 600 ] && chmod 640 "$tmp/um/knife_edge_reduced.c" \
+    && "$bin" emit "$k" -o "$tmp/um" >/dev/null 2>&1 \
+    && [ "$(stat -c %a "$tmp/um/knife_edge_reduced.c")" = 640 ] \
+    && ok || bad "emit modes: $(stat -c %a "$tmp/um/knife_edge_reduced.c")"
 "$bin" run "$k" --t1 0.01 -o "$tmp/none/x.csv" 2>"$tmp/err"
 rc=$?
 [ $rc = 2 ] && grep -q "cannot open '$tmp/none/x.csv'" "$tmp/err" && ok || bad "run -o: exit $rc"

@@ -148,6 +148,12 @@ for c in "10^400" "10^-400" "(10^200)^2"; do
             $cmd "$tmp/const.nh" $([ $cmd = emit ] && echo "-o $tmp/ce")
     done
 done
+# inside sums: a constant term, a coefficient
+for f in "sin(x) + 10^400" "10^-400*sin(x) + y"; do
+    printf 'coordinates x y\nlagrangian (x'"'"'^2 + y'"'"'^2)/2\nforce x = %s\n' "$f" >"$tmp/const.nh"
+    expect 1 "const.nh: error: a constant of the equations, about 1e[+-]400, is beyond the range of double" \
+        emit "$tmp/const.nh" --form full -o "$tmp/ce"
+done
 printf 'coordinates x\nlagrangian x'"'"'^2/2 + 10^300*x^2 - 10^300*x^2 + 10^-300*x\n' >"$tmp/const.nh"
 expect 0 - emit "$tmp/const.nh" -o "$tmp/ce"
 
