@@ -394,7 +394,7 @@ static uint32_t mk_num(cse *s, const fmpq_t q)
     uint64_t key = hash_q(1, q) | 1;
     long got = vp(ch_map_get(&s->num_val, key));
     if (got >= 0 && fmpq_equal(s->nd[got]->k, q)) return (uint32_t)got;
-    if (!range_ok(s, q)) return mk_leaf(s, "0.0");
+    if (!q_in_range(s, q)) return 0;
     ch_buf b;
     ch_buf_init(&b);
     if (fmpq_sgn(q) < 0) ch_buf_put(&b, "(-");

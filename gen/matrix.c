@@ -229,8 +229,7 @@ int ch_ball_rank(ch_ctx *ctx, size_t rows, size_t cols, const ch_expr *const *a,
         dst[i] = arb_mat_entry(A, (slong)(i / cols), (slong)(i % cols));
     for (int p = 0; !rc && p < points + (at != NULL) && !info->full; p++) {
         int first = at && p == 0, k = at ? p - 1 : p;
-        if (first) ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, 0, v);
-        else ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, k, v);
+        ch_eval_generic_point(ctx, 0x2545F4914F6CDD1DULL, first ? 0 : k, v);
         double shrink = k < 4 ? 1 : ldexp(1, -(k - 3));
         for (size_t s = 0; s < ns; s++) {
             const ch_sym *sym = ch_ctx_sym(ctx, (uint32_t)s);

@@ -415,9 +415,10 @@ static int settle(loop *L)
     track(L);
     if ((rc = project(L, L->t, L->x))) return rc;
     if ((rc = chart_check(L, &moved))) return rc;
-    if (moved || (L->o->project && L->s->project)) track(L);
+    moved |= L->o->project && L->s->project;
+    if (moved) track(L);
     if (!L->st.accepted) return CHRT_OK; /* the stepper's start follows */
-    return moved || (L->o->project && L->s->project) ? L->ops->restart(L) : CHRT_OK;
+    return moved ? L->ops->restart(L) : CHRT_OK;
 }
 
 /* The adaptive step from a state whose chart degrades: the quality is

@@ -177,8 +177,9 @@ typedef struct {
  * velocities), on return the velocities at x (NaN where unknown).
  * Returns CHRT_OK; CHRT_EXIT_USAGE for invalid options; CHRT_EXIT_NUMERIC
  * when the run cannot go on (errbuf: "numerical failure at t = T ...:
- * reason"; the rows before stay written); CHRT_EXIT_IO when the sink
- * fails or memory runs out. st (may be NULL) gets the statistics. */
+ * reason"; the rows before stay written); CHRT_EXIT_OUTPUT when the
+ * sink fails; CHRT_EXIT_IO when memory runs out. st (may be NULL) gets
+ * the statistics. */
 int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
                    double *x, const double *p, double *vs, const chrt_sink *sink,
                    chrt_stats *st, double *t, char *errbuf, size_t errlen);

@@ -49,6 +49,18 @@ static int fail(ch_ctx *ctx, const ch_model *m, ch_error *err)
  * maxima on the constraint manifold
  * ====================================================================== */
 
+/* 1 once the hooks' time budget is spent (h may be NULL). */
+static int out_of_time(const ch_audit_hooks *h)
+{
+    return h && h->stop && h->stop(h->ctx);
+}
+
+/* The hooks' progress after the a->nq-th quantity (name) was decided. */
+static void progress(const ch_audit *a, const char *name)
+{
+    if (a->hooks && a->hooks->progress) a->hooks->progress(a->hooks->ctx, a->nq, name);
+}
+
 /* max[j] = largest |e[j]| (ball midpoint) over `points` random points of
  * the manifold (e[j] NULL: skipped, max -1), fewer once h's time budget
  * is spent (h may be NULL). Returns the points used. */
@@ -66,7 +78,7 @@ static int manifold_max(ch_ctx *ctx, const ch_manifold *mf, size_t ne,
     for (size_t j = 0; j < ne; j++) max[j] = e[j] ? 0 : -1;
     int used = 0;
     for (int tries = 0; used < points && tries < AUDIT_TRIES * points; tries++) {
-        if (used && h && h->stop && h->stop(h->ctx)) break;
+        if (used && out_of_time(h)) break;
         for (size_t s = 0; s < ns; s++)
             arb_set_d(sv + s, 4.0 * (double)n_randint(rnd, 1u << 20)
                                   / (double)(1u << 20) - 2.0);
@@ -263,13 +275,8 @@ static int choose_xi(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
 static void append_point(char *buf, size_t size, const ch_model *m,
                          const double *w)
 {
-    ch_str_append(buf, size, " at (t = %.4g", w[ch_sym_of(m->t)->sid]);
-    for (size_t i = 0; i < m->n; i++)
-        ch_str_append(buf, size, ", %s = %.4g", ch_sym_of(m->q[i])->name,
-                      w[ch_sym_of(m->q[i])->sid]);
-    for (size_t i = 0; i < m->n; i++)
-        ch_str_append(buf, size, ", %s' = %.4g", ch_sym_of(m->q[i])->name,
-                      w[ch_sym_of(m->qt[i])->sid]);
+    ch_str_append(buf, size, " at (t = %.4g%s", w[ch_sym_of(m->t)->sid], m->n ? ", " : "");
+    ch_model_point_append(m, w, buf, size);
     ch_str_append(buf, size, ")");
 }
 
@@ -308,8 +315,7 @@ static void decide(ch_ctx *ctx, ch_audit *a, quantity *q, const ch_expr *reactio
                    int *points)
 {
     const ch_derivation *d = a->d;
-    const ch_audit_hooks *h = a->hooks;
-    if (h && h->stop && h->stop(h->ctx)) {
+    if (out_of_time(a->hooks)) {
         q->skipped = 1;
         a->skipped++;
         q->verdict = -1;
@@ -321,13 +327,13 @@ static void decide(ch_ctx *ctx, ch_audit *a, quantity *q, const ch_expr *reactio
     }
     const ch_expr *e[2] = {q->rate, reaction};
     double mx[2];
-    *points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, h);
+    *points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, a->hooks);
     q->verdict = verdict_of(on_manifold(ctx, &d->mf, q->rate, &q->test));
     if (q->test.verdict == CH_ZERO_YES && q->test.symbolic) q->max_rate = 0;
     else q->max_rate = fmax(q->test.max_abs, mx[0] < 0 ? 0 : mx[0]);
     q->reaction_power_max = reaction ? mx[1] : -1;
     ch_ctx_clear_error(ctx);
-    if (h && h->progress) h->progress(h->ctx, a->nq, q->name);
+    progress(a, q->name);
 }
 
 static quantity *push(ch_audit *a, const char *name, ch_audit_kind kind)
@@ -352,11 +358,10 @@ static int add_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     if (!power) return -1;
     const ch_expr *e[2] = {q->rate, power};
     double mx[2] = {0, -1};
-    const ch_audit_hooks *h = a->hooks;
     /* the verdict is the derivation's; the maxima only within the budget */
-    if (!(h && h->stop && h->stop(h->ctx)))
-        a->points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, h);
-    if (h && h->progress) h->progress(h->ctx, a->nq, q->name);
+    if (!out_of_time(a->hooks))
+        a->points = manifold_max(ctx, &d->mf, 2, e, AUDIT_POINTS, mx, a->hooks);
+    progress(a, q->name);
     q->verdict = d->chet.energy_conserved;
     q->test = d->chet.energy_test;
     q->max_rate = q->test.verdict == CH_ZERO_YES && q->test.symbolic

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../buf.h"
 #include "../diff.h"
 #include "../matrix.h"
 #include "../simplify.h"
@@ -121,33 +122,33 @@ static int derive_constraints(ch_ctx *ctx, const ch_model *m, ch_lagrange *L)
     return 0;
 }
 
+void ch_model_point_fill(const ch_model *m, const double *q, const double *qt, double *v)
+{
+    v[ch_sym_of(m->t)->sid] = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        v[ch_sym_of(m->q[i])->sid] = q[i];
+        v[ch_sym_of(m->qt[i])->sid] = qt[i];
+    }
+    for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
+}
+
 const double *ch_model_point(ch_ctx *ctx, const ch_model *m)
 {
     size_t ns = ch_ctx_nsyms(ctx);
     double *v = ch_ctx_alloc(ctx, (ns ? ns : 1) * sizeof *v);
     if (!v) return NULL;
     for (size_t s = 0; s < ns; s++) v[s] = NAN;
-    v[ch_sym_of(m->t)->sid] = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        v[ch_sym_of(m->q[i])->sid] = m->q0[i];
-        v[ch_sym_of(m->qt[i])->sid] = m->qt0[i];
-    }
-    for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
+    ch_model_point_fill(m, m->q0, m->qt0, v);
     return v;
 }
 
-/* "x = 0.3, x' = -1.2" of the coordinates and velocities of point w. */
-static void put_point(const ch_model *m, const double *w, char *buf, size_t size)
+void ch_model_point_append(const ch_model *m, const double *w, char *buf, size_t size)
 {
-    size_t len = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < 2 * m->n && len + 1 < size; i++) {
+    for (size_t i = 0; i < 2 * m->n; i++) {
         const ch_expr *s = i < m->n ? m->q[i] : m->qt[i - m->n];
-        int k = snprintf(buf + len, size - len, "%s%s%s = %.4g", i ? ", " : "",
-                         ch_sym_of(m->q[i % m->n])->name, i < m->n ? "" : "'",
-                         w[ch_sym_of(s)->sid]);
-        if (k < 0) break;
-        len += (size_t)k;
+        ch_str_append(buf, size, "%s%s%s = %.4g", i ? ", " : "",
+                      ch_sym_of(m->q[i % m->n])->name, i < m->n ? "" : "'",
+                      w[ch_sym_of(s)->sid]);
     }
 }
 
@@ -163,8 +164,8 @@ static int full_rank(ch_ctx *ctx, const ch_model *m, size_t rows, const ch_expr 
     if (f < 0) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     if (f) return 0;
     if (ri.deficient) {
-        char pt[320];
-        put_point(m, ri.witness, pt, sizeof pt);
+        char pt[320] = "";
+        ch_model_point_append(m, ri.witness, pt, sizeof pt);
         return ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
                             "%s: %s has rank %d < %zu at each of the %d points tried "
                             "(ball arithmetic), e.g. at %s", kind, what, ri.rank, rows,
@@ -187,8 +188,11 @@ static int full_rank(ch_ctx *ctx, const ch_model *m, size_t rows, const ch_expr 
 static int inadmissible(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
                         const double *at, ch_error *err)
 {
-    ch_error_clear(err);
-    if (!full_rank(ctx, m, m->k, L->G, at, m->constraint_pos[0], "", "", err)) return 0;
+    ch_rank_info ri;
+    int f = ch_full_rank(ctx, m->k, m->n, L->G, at, RANK_POINTS, &ri);
+    if (f < 0) return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+    if (f) return 0;
+    /* the first rows that are not: their last constraint is named */
     for (size_t j = 1; j <= m->k; j++) {
         char what[160];
         snprintf(what, sizeof what, "the Jacobian of constraint %zu and those before it "

@@ -26,13 +26,23 @@ typedef struct ch_lagrange {
     const ch_expr **c;   /* k: bias dphi/dt + q_t_j dphi/dq_j */
 } ch_lagrange;
 
-/* Derives all fields but EL; returns 0, or nonzero with err filled (degenerate
- * Lagrangian, inadmissible constraints, expression limits). */
+/* t = 0, the coordinates q and velocities qt (n each) and the
+ * parameters' values into the point v (ch_ctx_nsyms values; the other
+ * symbols untouched). */
+void ch_model_point_fill(const ch_model *m, const double *q, const double *qt, double *v);
+
 /* The model's initial state and parameter values as a point of
  * ch_ball_rank (t = 0; NaN for the other symbols), arena-owned; NULL out
  * of memory. */
 const double *ch_model_point(ch_ctx *ctx, const ch_model *m);
 
+/* Appends "x = 0.3, y = 1, x' = -1.2, y' = 0" (the coordinates, then the
+ * velocities, of the point w of ch_ctx_nsyms values) to buf
+ * (ch_str_append). */
+void ch_model_point_append(const ch_model *m, const double *w, char *buf, size_t size);
+
+/* Derives all fields but EL; returns 0, or nonzero with err filled (degenerate
+ * Lagrangian, inadmissible constraints, expression limits). */
 int ch_lagrange_derive(ch_ctx *ctx, const ch_model *m, ch_lagrange *out,
                        ch_error *err);
 

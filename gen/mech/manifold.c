@@ -1121,12 +1121,7 @@ double *ch_manifold_initial_point(const ch_manifold *mf)
     double *v = mf->v0 ? malloc((ns ? ns : 1) * sizeof *v) : NULL;
     if (!v) return NULL;
     ch_eval_generic_point(mf->ctx, 0x3C6EF372FE94F82BULL, 1, v);
-    v[ch_sym_of(m->t)->sid] = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        v[ch_sym_of(m->q[i])->sid] = mf->q0[i];
-        v[ch_sym_of(m->qt[i])->sid] = mf->v0[i];
-    }
-    for (size_t j = 0; j < m->np; j++) v[ch_sym_of(m->param[j])->sid] = m->param_default[j];
+    ch_model_point_fill(m, mf->q0, mf->v0, v);
     return v;
 }
 
