@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "derive.h"
-#include "expr.h"
-#include "model.h"
+#include "doc/derive.h"
+#include "core/expr.h"
+#include "lang/model.h"
 
 /* The thread's CPU clock: the work is single-threaded, and the process
  * clock only advances at timer ticks once a CPU limit is set (compare.py

@@ -1,4 +1,4 @@
-/* jit_time.c — time of the library's in-process compilation (gen/jit.h)
+/* jit_time.c — time of the library's in-process compilation (gen/jit/jit.h)
  * of one emitted source file: median of repeats, in ms.
  * Usage: jit_time FILE.c [tcc|cc] [REPEATS]   (prints one number) */
 #define _POSIX_C_SOURCE 199309L
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jit.h"
+#include "jit/jit.h"
 
 static double now(void)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "mem.h"
+#include "core/mem.h"
 
 #define LINE 64 /* bytes: one load per cache line */
 #define LOADS 4000000

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "expr.h"
+#include "core/expr.h"
 
 static double cpu_s(void)
 {

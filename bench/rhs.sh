@@ -5,7 +5,7 @@
 # models (bench/gen_trailer.py), then prints two Markdown tables:
 #  - per model: state size, operations of the emitted straight-line code
 #    after CSE (from the header comment), in-process compile time of the
-#    emitted .c with libtcc (gen/jit.c, median of 5), the time of one
+#    emitted .c with libtcc (gen/jit/jit.c, median of 5), the time of one
 #    `gcc -O2 -c` of it (what `run --compiler cc` pays, roughly), and
 #    the largest relative difference between emitted and hand-written rhs;
 #  - per model and compiler (gcc -O2, tcc): ns per rhs call of the emitted
@@ -28,7 +28,7 @@ models="knife_edge trailer1 trailer10"
 for m in $models; do
     "$bin" emit "$tmp/$m.nh" --form reduced -o "$tmp/gen" >/dev/null
 done
-gcc -O2 -std=c11 -Igen bench/jit_time.c gen/jit.c gen/error.c -ltcc -ldl -lm \
+gcc -O2 -std=c11 -Igen bench/jit_time.c gen/jit/jit.c gen/core/error.c -ltcc -ldl -lm \
     -o "$tmp/jit_time"
 
 # key FILE NAME: value of NAME=... in FILE

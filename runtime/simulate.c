@@ -1334,7 +1334,7 @@ static int parse_one(const chrt_system *s, int argc, char **argv, int *i,
         a->opt.max_steps = d;
         return CHRT_OK;
     default:
-        /* below 0.25: a new chart must reach 4 chart_min (gen/chart.h) */
+        /* below 0.25: a new chart must reach 4 chart_min (gen/jit/chart.h) */
         if (parse_double(v, &a->opt.chart_min) || !(a->opt.chart_min >= 0
                                                     && a->opt.chart_min < 0.25))
             return fail(errbuf, errlen, CHRT_EXIT_USAGE,

@@ -74,7 +74,7 @@ typedef struct {
 typedef struct chrt_options chrt_options;
 
 /* A stepper of another library behind the loop (CHRT_CVODE: SUNDIALS in
- * gen/cvode.c), so that runtime/ stays free of dependencies. Each
+ * gen/jit/cvode.c), so that runtime/ stays free of dependencies. Each
  * function returns 0, or nonzero with the reason in err. */
 typedef struct {
     void *ctx;

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "expr.h"
+#include "core/expr.h"
 
 typedef struct {
     uint64_t s;

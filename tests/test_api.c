@@ -1,4 +1,4 @@
-/* test_api.c — the public library API (gen/chetaev.h): loading, errors,
+/* test_api.c — the public library API (gen/app/chetaev.h): loading, errors,
  * queries, parameters, state setting, stepwise integration. */
 #include <math.h>
 #include <stdio.h>

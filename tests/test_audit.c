@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "derive.h"
-#include "diff.h"
+#include "doc/derive.h"
+#include "core/diff.h"
 #include "mech/audit.h"
-#include "model.h"
+#include "lang/model.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "core/buf.h"
 #include "check.h"
-#include "diff.h"
-#include "eval.h"
+#include "core/diff.h"
+#include "core/eval.h"
 #include "mech/chetaev.h"
 #include "mech/lagrange.h"
 #include "mech/manifold.h"
-#include "model.h"
+#include "lang/model.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

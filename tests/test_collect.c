@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "derive.h"
-#include "eval.h"
+#include "doc/derive.h"
+#include "core/eval.h"
 #include "mech/collect.h"
-#include "model.h"
+#include "lang/model.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

@@ -1,5 +1,5 @@
 /* test_cse.c — the algebraic passes of the straight-line program builder
- * (gen/cse.h): common factors pulled out of sums, greedy factoring, shared
+ * (gen/codegen/cse.h): common factors pulled out of sums, greedy factoring, shared
  * sub-products and prefix sums lower the operation count, and the program
  * still evaluates to the expressions (compiled in memory with libtcc and
  * compared with ch_eval_d at random points, on hand-made and on random
@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "gen/buf.h"
-#include "gen/cse.h"
-#include "gen/emit_red.h"
-#include "gen/eval.h"
-#include "gen/expr.h"
-#include "gen/jit.h"
+#include "core/buf.h"
+#include "codegen/cse.h"
+#include "codegen/emit_red.h"
+#include "core/eval.h"
+#include "core/expr.h"
+#include "jit/jit.h"
 #include "randexpr.h"
 
 #define NS 8 /* symbols x[0..NS) */

@@ -1,6 +1,6 @@
-/* test_cvode.c — the CVODE stepper (gen/cvode.h) against exact solutions. */
+/* test_cvode.c — the CVODE stepper (gen/jit/cvode.h) against exact solutions. */
 #include "check.h"
-#include "gen/cvode.h"
+#include "jit/cvode.h"
 
 #include <math.h>
 

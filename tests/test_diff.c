@@ -5,11 +5,11 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "diff.h"
-#include "eval.h"
-#include "expr.h"
+#include "core/diff.h"
+#include "core/eval.h"
+#include "core/expr.h"
 #include "randexpr.h"
-#include "subst.h"
+#include "core/subst.h"
 
 static ch_ctx *ctx;
 static const ch_expr *x, *y, *z, *t, *q, *qt, *qtt, *k;

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gen/derive.h"
-#include "gen/compile.h"
-#include "gen/cse.h"
-#include "gen/emit_c.h"
-#include "gen/emit_red.h"
-#include "gen/eval.h"
-#include "gen/kane.h"
+#include "doc/derive.h"
+#include "jit/compile.h"
+#include "codegen/cse.h"
+#include "codegen/emit_c.h"
+#include "codegen/emit_red.h"
+#include "core/eval.h"
+#include "mech/kane.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

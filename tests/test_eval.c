@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "eval.h"
-#include "simplify.h"
+#include "core/eval.h"
+#include "core/simplify.h"
 
 static ch_ctx *ctx;
 static const ch_expr *x, *y, *z;

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "diff.h"
-#include "expr.h"
-#include "mem.h"
+#include "core/diff.h"
+#include "core/expr.h"
+#include "core/mem.h"
 
 static ch_ctx *ctx;
 static const ch_expr *x, *y, *z;

@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "diff.h"
-#include "eval.h"
+#include "core/diff.h"
+#include "core/eval.h"
 #include "mech/hamilton.h"
-#include "model.h"
-#include "subst.h"
+#include "lang/model.h"
+#include "core/subst.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

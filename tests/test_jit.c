@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "gen/driver.h"
-#include "gen/jit.h"
+#include "jit/driver.h"
+#include "jit/jit.h"
 
 static const char osc_h[] =
     "#ifndef OSC_H\n#define OSC_H\n#include <math.h>\n"
@@ -173,7 +173,7 @@ static void test_compile_errors(void)
 }
 
 /* tcc links emitted code against the math functions of this process
- * (gen/jit.c); code that calls anything else is linked with the C
+ * (gen/jit/jit.c); code that calls anything else is linked with the C
  * library as usual, and a function that exists nowhere is an error that
  * names it. */
 static void test_link_fallback(void)

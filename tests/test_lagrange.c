@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "diff.h"
-#include "eval.h"
+#include "core/diff.h"
+#include "core/eval.h"
 #include "mech/lagrange.h"
-#include "model.h"
+#include "lang/model.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

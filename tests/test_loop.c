@@ -1,4 +1,4 @@
-/* test_loop.c — Poincaré–Cartan loops (gen/loop.h): the start value is the
+/* test_loop.c — Poincaré–Cartan loops (gen/jit/loop.h): the start value is the
  * exact -m pi radius^2 (spectral trapezoid rule); Poincaré's invariant is
  * conserved by rk4 to 1e-8 for the double pendulum (k = 0) and for the
  * holonomic pendulum_xy (loop restored onto the constraint), while Euler,
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "gen/derive.h"
-#include "gen/loop.h"
+#include "doc/derive.h"
+#include "jit/loop.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

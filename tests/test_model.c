@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "derive.h"
-#include "diff.h"
-#include "model.h"
+#include "doc/derive.h"
+#include "core/diff.h"
+#include "lang/model.h"
 #include "check.h"
 
 /* Correctly rounded by the compiler (PI_D is not C11). */

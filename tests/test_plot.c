@@ -1,4 +1,4 @@
-/* test_plot.c — gen/plot.h: the CSV table (parsing, malformed input), the
+/* test_plot.c — gen/doc/plot.h: the CSV table (parsing, malformed input), the
  * SVG writer's refusals (no series, no finite point, values beyond a
  * double's span), tick labels at nice numbers in fixed and scientific
  * notation, a constant series, NaN gaps that break the line, escaping of
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gen/plot.h"
+#include "doc/plot.h"
 
 /* Number of occurrences of needle in s. */
 static int count(const char *s, const char *needle)

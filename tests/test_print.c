@@ -14,7 +14,7 @@
 #include <mpfr.h>
 
 #include "check.h"
-#include "print.h"
+#include "doc/print.h"
 
 /* ---- fixture ------------------------------------------------------------ */
 

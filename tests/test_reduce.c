@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "derive.h"
-#include "diff.h"
-#include "eval.h"
-#include "matrix.h"
-#include "subst.h"
+#include "doc/derive.h"
+#include "core/diff.h"
+#include "core/eval.h"
+#include "core/matrix.h"
+#include "core/subst.h"
 
 #ifndef SRCDIR
 #define SRCDIR "."

@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "buf.h"
-#include "eval.h"
-#include "print.h"
+#include "core/buf.h"
+#include "core/eval.h"
+#include "doc/print.h"
 #include "randexpr.h"
-#include "simplify.h"
+#include "core/simplify.h"
 
 static ch_ctx *ctx;
 static const ch_expr *x, *y, *z, *a, *b;

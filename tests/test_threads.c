@@ -1,6 +1,6 @@
 /* test_threads.c — separate objects from separate threads (chetaev.h):
  * four threads each parse, compile (libtcc, whose process-wide state
- * gen/jit.c serialises), integrate and free a model at once; each ends
+ * gen/jit/jit.c serialises), integrate and free a model at once; each ends
  * where a serial run does. tests/valgrind.sh runs it under helgrind. */
 #include <pthread.h>
 #include <string.h>

@@ -57,7 +57,7 @@ vg 2 run "$src/examples/knife_edge.nh" --set nope=1
 vg 0 check "$src/examples/knife_edge.nh"
 
 # Threads (issue 45): helgrind finds no data race when four threads parse,
-# compile (libtcc: gen/jit.c's lock), integrate and free at once.
+# compile (libtcc: gen/jit/jit.c's lock), integrate and free at once.
 threads=$(dirname "$bin")/tests/test_threads
 if [ -x "$threads" ]; then
     valgrind -q --tool=helgrind --error-exitcode=$VERR "$threads" >"$tmp/out" 2>"$tmp/err"

@@ -7,7 +7,7 @@
  * is conserved, and the report says so. Maxima come from our own sampling
  * of the manifold (a fixed seed, so reports are reproducible) because the
  * zero test stops at its first witness. */
-#include "audit.h"
+#include "mech/audit.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../buf.h"
-#include "../diff.h"
-#include "../matrix.h"
-#include "../print.h"
-#include "../simplify.h"
+#include "core/buf.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "doc/print.h"
+#include "core/simplify.h"
 
 #define AUDIT_POINTS 8
 #define AUDIT_PREC 256

@@ -15,9 +15,9 @@
 #ifndef CH_AUDIT_H
 #define CH_AUDIT_H
 
-#include "../buf.h"
-#include "../derive.h"
-#include "../loop.h"
+#include "core/buf.h"
+#include "doc/derive.h"
+#include "jit/loop.h"
 
 typedef enum {
     CH_AUDIT_ENERGY,       /* "energy" */

@@ -11,7 +11,7 @@
  * free of t, Q.q_t == 0) it is reported as the reason, and the manifold
  * test must agree; a disagreement is an internal error, never silently
  * resolved. */
-#include "chetaev.h"
+#include "mech/chetaev.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,10 +19,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "../buf.h"
-#include "../diff.h"
-#include "../matrix.h"
-#include "../simplify.h"
+#include "core/buf.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "core/simplify.h"
 
 #define ZERO_POINTS 8
 /* Generic points tried for the ratio q_t.dphi/dq_t / phi. */

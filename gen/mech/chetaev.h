@@ -10,7 +10,7 @@
 #ifndef CH_CHETAEV_H
 #define CH_CHETAEV_H
 
-#include "manifold.h"
+#include "mech/manifold.h"
 
 typedef struct ch_chetaev {
     size_t n, k;

@@ -1,12 +1,12 @@
 /* collect.c — momenta, Euler–Lagrange terms and energy of a Lagrangian
  * quadratic in the velocities, by velocity monomials (collect.h). */
-#include "collect.h"
+#include "mech/collect.h"
 
 #include <stdlib.h>
 
-#include "../diff.h"
-#include "../matrix.h"
-#include "../subst.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "core/subst.h"
 
 /* Is e a polynomial in the symbols of vel? memo: id -> 1 yes, 2 no. A
  * failed memo insertion only costs a later visit. */

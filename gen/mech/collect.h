@@ -21,7 +21,7 @@
 #ifndef CH_COLLECT_H
 #define CH_COLLECT_H
 
-#include "lagrange.h"
+#include "mech/lagrange.h"
 
 /* The display form of a coefficient (derive.c's tidy): NULL on failure. */
 typedef const ch_expr *(*ch_collect_tidy)(void *arg, const ch_expr *e);

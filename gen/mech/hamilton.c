@@ -12,16 +12,16 @@
  * A result that still contained a velocity or acceleration symbol would be
  * wrong in phase space, so that case ends with exists = 0 and a reason
  * instead. */
-#include "hamilton.h"
+#include "mech/hamilton.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../diff.h"
-#include "../matrix.h"
-#include "../simplify.h"
-#include "../subst.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "core/simplify.h"
+#include "core/subst.h"
 
 /* Points at which the rank of K is sampled (as in lagrange.c). */
 #define RANK_POINTS 6

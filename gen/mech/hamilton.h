@@ -12,7 +12,7 @@
 #ifndef CH_HAMILTON_H
 #define CH_HAMILTON_H
 
-#include "reduce.h"
+#include "mech/reduce.h"
 
 typedef struct ch_hamilton {
     int exists;

@@ -1,5 +1,5 @@
 /* initial.c — the consistent initial state (see initial.h). */
-#include "initial.h"
+#include "mech/initial.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../matrix.h"
+#include "core/matrix.h"
 
 typedef struct {
     ch_ctx *ctx;

@@ -31,7 +31,7 @@
 #ifndef CH_MECH_INITIAL_H
 #define CH_MECH_INITIAL_H
 
-#include "manifold.h"
+#include "mech/manifold.h"
 
 #define CH_INITIAL_QTOL 1e-12
 #define CH_INITIAL_VTOL 1e-9

@@ -4,16 +4,16 @@
  * E_i is computed as the total time derivative of p_i minus dL/dq_i, the
  * definition in 000 eq. 27-29; M and h are computed separately from their
  * own formulas, so the identity E = M q_tt + h is a real check (tested). */
-#include "lagrange.h"
+#include "mech/lagrange.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../buf.h"
-#include "../diff.h"
-#include "../matrix.h"
-#include "../simplify.h"
+#include "core/buf.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "core/simplify.h"
 
 /* Points at which ranks are sampled: enough that a generic matrix shows
  * full rank at one of them with overwhelming probability. */

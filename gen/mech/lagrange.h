@@ -9,8 +9,8 @@
 #ifndef CH_LAGRANGE_H
 #define CH_LAGRANGE_H
 
-#include "../diff.h"
-#include "../model.h"
+#include "core/diff.h"
+#include "lang/model.h"
 
 typedef struct ch_lagrange {
     size_t n, k;

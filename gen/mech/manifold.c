@@ -18,15 +18,15 @@
  * fallback. Finally q_tt and lambda solve the KKT system by arb_mat_solve,
  * which encloses the solution for every matrix in the balls or reports
  * failure. */
-#include "manifold.h"
+#include "mech/manifold.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../matrix.h"
-#include "../subst.h"
+#include "core/matrix.h"
+#include "core/subst.h"
 
 #define RANK_POINTS 6
 /* Generic points tried when choosing the dependent velocities. */

@@ -12,8 +12,8 @@
 #ifndef CH_MANIFOLD_H
 #define CH_MANIFOLD_H
 
-#include "../eval.h"
-#include "lagrange.h"
+#include "core/eval.h"
+#include "mech/lagrange.h"
 
 typedef struct ch_manifold {
     ch_ctx *ctx;

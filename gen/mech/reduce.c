@@ -6,14 +6,14 @@
  * treat both cases alike, partial derivatives of such functions go through
  * the chain rule: dF/dq_j on the manifold is dF/dq_j + dF/dq_t_dep
  * dalpha/dq_j (the second term vanishes when alpha was substituted). */
-#include "reduce.h"
+#include "mech/reduce.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "../diff.h"
-#include "../matrix.h"
-#include "../subst.h"
+#include "core/diff.h"
+#include "core/matrix.h"
+#include "core/subst.h"
 
 typedef struct {
     ch_ctx *ctx;

@@ -18,7 +18,7 @@
 #ifndef CH_REDUCE_H
 #define CH_REDUCE_H
 
-#include "manifold.h"
+#include "mech/manifold.h"
 
 typedef struct ch_reduced {
     const ch_manifold *mf;

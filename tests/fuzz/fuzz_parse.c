@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "model.h"
+#include "lang/model.h"
 
 /* A failing parse must say where and why: an empty message or a code
  * outside the model/limit/memory range would be a bug in the parser. */

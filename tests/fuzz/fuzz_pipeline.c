@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "derive.h"
-#include "emit_c.h"
-#include "model.h"
+#include "doc/derive.h"
+#include "codegen/emit_c.h"
+#include "lang/model.h"
 
 #define FUZZ_NODE_LIMIT 200000
 

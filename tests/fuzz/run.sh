@@ -30,7 +30,7 @@ if [ -f /usr/include/arb.h ] && [ ! -f /usr/include/flint/arb.h ]; then
     libs="-lflint-arb $libs"
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -I$src/gen -I$work/obj"
+cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -I$src/gen -I$src -I$work/obj"
 mkdir -p "$work/obj"
 cc -O1 -o "$work/obj/embed" "$src/tools/embed.c"
 (cd "$src" && LC_ALL=C "$work/obj/embed" "$work/obj/embedded.c" \
@@ -47,7 +47,7 @@ for f in $srcs obj/embedded.c; do
 done
 # Rebuild everything when a source, a header or the flags changed (by
 # content, not by date: a checkout or a copy keeps no useful dates).
-stamp=$( (echo "$CC $cflags $san"; cd "$src" && cat $srcs gen/*.h gen/mech/*.h \
+stamp=$( (echo "$CC $cflags $san"; cd "$src" && cat $srcs gen/*/*.h \
     runtime/*.h; cat "$work/obj/embedded.c") | cksum)
 if [ "$(cat "$work/obj/stamp" 2>/dev/null)" != "$stamp" ]; then
     for f in $srcs obj/embedded.c; do

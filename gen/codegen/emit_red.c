@@ -1,0 +1,1487 @@
+/* emit_red.c — kn_acc from the full form's data by small numeric solves
+ * (see emit_red.h). */
+#include "codegen/emit_red.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diff.h"
+#include "core/matrix.h"
+
+typedef struct {
+    const ch_redsolve *in;
+    ch_buf *b;
+    ch_opcount *ops;
+    size_t n, k, m, w;        /* w = m + 1: columns of X */
+    unsigned char *xnz;       /* k*w: X entry may be nonzero */
+    unsigned char *xread;     /* k*w: X entry read by a later statement */
+    unsigned char *mbnz;      /* n*m: MB = M B entry may be nonzero */
+    unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
+    const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
+    int use_gd;               /* the body needs the LU arrays */
+    int row_test;             /* 1 where a row of G_d is small against G's row */
+    int chart_test;           /* 2 where a pivot is numerically 0 against its row */
+    unsigned char *is_dep;    /* n: the coordinate's velocity is dependent */
+} gen;
+
+/* Where G_d's part of a constraint row is below this fraction of the
+ * row's largest entry, kn_facc leaves the state to la_kkt: the
+ * null-space basis B = [I; -G_d^-1 G_i] grows as the inverse of that
+ * ratio, and with it the rounding errors of B^T M B. */
+#define ROW_TEST "1e-2"
+
+/* A generator of in's sizes, the rest empty. */
+static gen gen_of(const ch_redsolve *in)
+{
+    gen g = {0};
+    g.in = in;
+    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    return g;
+}
+
+/* Offsets of the values (M, G, b, r) in in->val. */
+static size_t oM(const gen *g, size_t i, size_t j) { return i * g->n + j; }
+static size_t oG(const gen *g, size_t a, size_t j) { return g->n * g->n + a * g->n + j; }
+static size_t ob(const gen *g, size_t i) { return g->n * g->n + g->k * g->n + i; }
+static size_t orr(const gen *g, size_t a) { return g->n * g->n + g->k * g->n + g->n + a; }
+static int nz(const gen *g, size_t off) { return g->in->nz[off] != 0; }
+static const char *val(const gen *g, size_t off) { return g->in->val[off]; }
+
+/* Names of the intermediate scalars. */
+typedef char name[48];
+static const char *xname(const gen *g, name out, size_t i)
+{
+    if (g->xread) g->xread[i] = 1;
+    snprintf(out, sizeof(name), g->xfmt, i);
+    return out;
+}
+static const char *nm(name out, const char *stem, size_t i)
+{
+    snprintf(out, sizeof(name), "%s%zu", stem, i);
+    return out;
+}
+
+/* One statement "lhs = first - a1*b1 - a2*b2 ...;" with its operations
+ * counted; "0.0" when there is no term. The left side is a declaration
+ * ("const double X3") or an lvalue ("vt[0]"). */
+typedef struct {
+    gen *g;
+    int nterms;
+} sum;
+
+static void sum_start(sum *s, gen *g, const char *lhs)
+{
+    s->g = g;
+    s->nterms = 0;
+    ch_buf_put(g->b, "    ");
+    ch_buf_put(g->b, lhs);
+    ch_buf_put(g->b, " = ");
+}
+
+static void sum_first(sum *s, const char *a)
+{
+    ch_buf_put(s->g->b, a);
+    s->nterms++;
+}
+
+/* - a * b */
+static void sum_sub(sum *s, const char *a, const char *b)
+{
+    ch_buf_put(s->g->b, s->nterms ? " - " : "-");
+    ch_buf_put(s->g->b, a);
+    ch_buf_put(s->g->b, " * ");
+    ch_buf_put(s->g->b, b);
+    s->g->ops->mul += 1;
+    s->g->ops->add += 1; /* a subtraction, or the leading negation */
+    s->nterms++;
+}
+
+static void sum_end(sum *s) { ch_buf_put(s->g->b, s->nterms ? ";\n" : "0.0;\n"); }
+
+/* Rows and columns of G_d in an order that makes it lower triangular:
+ * each next row has exactly one nonzero among the columns not yet
+ * solved. 0 when there is no such order. */
+static int tri_order(const gen *g, int *prow, int *pcol)
+{
+    size_t k = g->k;
+    unsigned char *rdone = calloc(k + 1, 1), *cdone = calloc(k + 1, 1);
+    int ok = rdone && cdone;
+    for (size_t j = 0; ok && j < k; j++) {
+        int found = 0;
+        for (size_t a = 0; a < k && !found; a++) {
+            if (rdone[a]) continue;
+            size_t count = 0, col = 0;
+            for (size_t nu = 0; nu < k; nu++)
+                if (!cdone[nu] && nz(g, oG(g, a, (size_t)g->in->dep[nu]))) count++, col = nu;
+            if (count == 1) {
+                prow[j] = (int)a, pcol[j] = (int)col;
+                rdone[a] = cdone[col] = 1;
+                found = 1;
+            }
+        }
+        ok = found;
+    }
+    free(rdone);
+    free(cdone);
+    return ok;
+}
+
+/* With g->row_test, "if (!(gd > ROW_TEST * gm)) return 1;" for row a
+ * of G: gd is |pivot| (the triangular solve's, column piv) or, with piv
+ * negative, the largest |entry| of the row's G_d part (the LU solve's),
+ * gm the largest |entry| of the row. The dependent velocities are
+ * badly determined by the constraints where it fails. Comparisons only,
+ * no operation counted. */
+static void row_test(gen *g, size_t a, int piv)
+{
+    if (!g->row_test) return;
+    ch_buf_put(g->b, "    {\n        double gd = 0.0, gm;\n");
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: gd; pass 1: the other entries into gm */
+        for (size_t j = 0; j < g->n; j++) {
+            int in_gd = piv >= 0 ? (int)j == piv : g->is_dep[j];
+            if (in_gd != (pass == 0) || !nz(g, oG(g, a, j))) continue;
+            const char *e = val(g, oG(g, a, j)), *to = pass ? "gm" : "gd";
+            ch_buf_printf(g->b, "        if (fabs(%s) > %s) %s = fabs(%s);\n", e, to, to, e);
+        }
+        if (pass == 0) ch_buf_put(g->b, "        gm = gd;\n");
+    }
+    ch_buf_put(g->b, "        if (!(gd > " ROW_TEST " * gm)) return 1;\n    }\n");
+}
+
+/* With g->chart_test, the pivot of row a (text piv) against the row's
+ * length: "return 2" where piv^2 <= CH_CHART_SINGULAR^2 |G_a|^2, the
+ * chart of the reduced form being numerically singular there. */
+static void chart_test(gen *g, size_t a, const char *piv)
+{
+    if (!g->chart_test) return;
+    ch_buf_put(g->b, "    if (!(");
+    ch_buf_printf(g->b, "%s * %s > " CH_CHART_SINGULAR2 " * (", piv, piv);
+    size_t nt = 0;
+    for (size_t j = 0; j < g->n; j++) {
+        if (!nz(g, oG(g, a, j))) continue;
+        const char *e = val(g, oG(g, a, j));
+        ch_buf_printf(g->b, "%s%s * %s", nt++ ? " + " : "", e, e);
+    }
+    ch_buf_put(g->b, ")))\n        return 2;\n");
+    g->ops->mul += (double)nt + 2;
+    g->ops->add += nt ? (double)nt - 1 : 0;
+}
+
+int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol)
+{
+    gen g = gen_of(in);
+    return tri_order(&g, prow, pcol);
+}
+
+/* X = G_d^-1 [G_i | r] by substitution in the triangular order. The
+ * pivots are values of the dynamics, so all of them are tested and
+ * inverted first: the divisions are independent of each other and of the
+ * substitution chain, and overlap. */
+static void solve_triangular(gen *g, const int *prow, const int *pcol)
+{
+    const ch_redsolve *in = g->in;
+    name t1, t2, t3;
+    g->xfmt = "X%zu";
+    /* equal pivots (the same text) are tested and inverted once: first[j]
+     * is the first j' with pivot j's text */
+    size_t *first = calloc(g->k + 1, sizeof *first);
+    unsigned char *dgused = calloc(g->k + 1, 1);
+    if (!first || !dgused) {
+        free(first);
+        free(dgused);
+        g->b->oom = 1;
+        return;
+    }
+    for (size_t j = 0; j < g->k; j++) {
+        const char *pj = val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]));
+        first[j] = j;
+        for (size_t l = 0; l < j && first[j] == j; l++)
+            if (strcmp(pj, val(g, oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]]))) == 0)
+                first[j] = l;
+    }
+    /* (the row and chart tests include the zero test) */
+    /* (constant pivots, nz 2, only for a zero) */
+    for (size_t j = 0; j < g->k && g->chart_test; j++) {
+        size_t off = oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]);
+        if (in->nz[off] != 2) chart_test(g, (size_t)prow[j], val(g, off));
+    }
+    int zero_test = !g->row_test, nt = 0;
+    for (size_t j = 0; j < g->k && zero_test; j++)
+        if (first[j] == j
+            && (!g->chart_test || in->nz[oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])] == 2)) {
+            if (!nt) ch_buf_put(g->b, "    if (");
+            ch_buf_printf(g->b, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "",
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+            nt++;
+        }
+    if (nt) ch_buf_put(g->b, ")\n        return 1;\n");
+    for (size_t j = 0; j < g->k; j++)
+        row_test(g, (size_t)prow[j], in->dep[pcol[j]]);
+    for (size_t j = 0; j < g->k; j++)
+        if (first[j] == j) {
+            ch_buf_printf(g->b, "    const double dg%zu = 1.0 / %s;\n", j,
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+            g->ops->div += 1;
+        }
+    for (size_t j = 0; j < g->k; j++) {
+        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
+        for (size_t col = 0; col < g->w; col++) {
+            size_t rhs = col < g->m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a);
+            int any = nz(g, rhs);
+            for (size_t l = 0; l < j && !any; l++)
+                any = nz(g, oG(g, a, (size_t)in->dep[pcol[l]])) && g->xnz[(size_t)pcol[l] * g->w + col];
+            if (!any) continue;
+            g->xnz[c * g->w + col] = 1;
+            sum s;
+            snprintf(t1, sizeof t1, "const double X%zu", c * g->w + col);
+            sum_start(&s, g, t1);
+            ch_buf_put(g->b, "(");
+            if (nz(g, rhs)) sum_first(&s, val(g, rhs));
+            for (size_t l = 0; l < j; l++) {
+                size_t cl = (size_t)pcol[l], off = oG(g, a, (size_t)in->dep[cl]);
+                if (nz(g, off) && g->xnz[cl * g->w + col])
+                    sum_sub(&s, val(g, off), xname(g, t2, cl * g->w + col));
+            }
+            ch_buf_printf(g->b, ") * %s;\n", nm(t3, "dg", first[j]));
+            dgused[first[j]] = 1;
+            g->ops->mul += 1;
+        }
+    }
+    /* a pivot row whose X entries are all 0 reads no inverse */
+    for (size_t j = 0; j < g->k; j++)
+        if (first[j] == j && !dgused[j]) ch_buf_printf(g->b, "    (void)dg%zu;\n", j);
+    free(first);
+    free(dgused);
+}
+
+/* The operations of la_solve's LU path on n x n with nrhs right sides. */
+static void lu_ops(size_t n, size_t nrhs, ch_opcount *ops)
+{
+    for (size_t kk = 0; kk < n; kk++) {
+        double below = (double)(n - kk - 1);
+        ops->div += below;
+        ops->mul += below * below;
+        ops->add += below * below;
+    }
+    ops->mul += (double)nrhs * (double)n * (double)n;
+    ops->add += (double)nrhs * (double)n * (double)n;
+    ops->div += (double)nrhs * (double)n;
+}
+
+void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops)
+{
+    for (size_t j = 0; j < n; j++) {
+        double jj = (double)j, below = (double)(n - j - 1);
+        ops->mul += jj + below * jj;
+        ops->add += jj + below * jj;
+        ops->call += 1;   /* sqrt */
+        ops->div += below;
+    }
+    ops->mul += (double)nrhs * (double)n * (double)(n - 1);
+    ops->add += (double)nrhs * (double)n * (double)(n - 1);
+    ops->div += 2.0 * (double)nrhs * (double)n;
+}
+
+/* X = G_d^-1 [G_i | r] by la_solve (LU with pivoting). */
+static void solve_dense(gen *g)
+{
+    const ch_redsolve *in = g->in;
+    size_t k = g->k;
+    g->use_gd = 1;
+    g->xfmt = "Xa[%zu]";
+    for (size_t a = 0; a < k; a++) row_test(g, a, -1);
+    for (size_t a = 0; a < k; a++) {
+        for (size_t nu = 0; nu < k; nu++)
+            ch_buf_printf(g->b, "    Gd[%zu] = %s;\n", a * k + nu, val(g, oG(g, a, (size_t)in->dep[nu])));
+        for (size_t s = 0; s < g->m; s++)
+            ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + s, val(g, oG(g, a, (size_t)in->indep[s])));
+        ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + g->m, val(g, orr(g, a)));
+    }
+    ch_buf_printf(g->b, "    if (la_solve(%zu, %zu, Gd, Xa, 0, ws, piv)) return 1;\n", k, g->w);
+    for (size_t i = 0; i < k * g->w; i++) g->xnz[i] = 1;
+    lu_ops(k, g->w, g->ops);
+}
+
+/* 1 when reduce() reads MB<i*m+col>: a row of an independent velocity r
+ * in A's lower triangle (col <= r); a row of a dependent one nu where X
+ * has a nonzero (nu, r) with r >= col, or a nonzero X_nu,m (f's sum). */
+static int mb_used(const gen *g, size_t i, size_t col)
+{
+    const ch_redsolve *in = g->in;
+    for (size_t r = 0; r < g->m; r++)
+        if ((size_t)in->indep[r] == i) return col <= r;
+    for (size_t nu = 0; nu < g->k; nu++) {
+        if ((size_t)in->dep[nu] != i) continue;
+        if (g->xnz[nu * g->w + g->m]) return 1;
+        for (size_t r = col; r < g->m; r++)
+            if (g->xnz[nu * g->w + r]) return 1;
+    }
+    return 0;
+}
+
+/* MB = M B (n x m): B's dependent rows are -X_i, so "M column minus M_dep
+ * times X column". Only the entries reduce() reads are computed (an
+ * unused constant is a warning of the compiler). */
+static void products(gen *g)
+{
+    const ch_redsolve *in = g->in;
+    name t1, t2;
+    for (size_t i = 0; i < g->n; i++)
+        for (size_t col = 0; col < g->m; col++) {
+            if (!mb_used(g, i, col)) continue;
+            size_t first = oM(g, i, (size_t)in->indep[col]);
+            int any = nz(g, first);
+            for (size_t nu = 0; nu < g->k && !any; nu++)
+                any = nz(g, oM(g, i, (size_t)in->dep[nu])) && g->xnz[nu * g->w + col];
+            if (!any) continue;
+            g->mbnz[i * g->m + col] = 1;
+            sum s;
+            snprintf(t1, sizeof t1, "const double MB%zu", i * g->m + col);
+            sum_start(&s, g, t1);
+            if (nz(g, first)) sum_first(&s, val(g, first));
+            for (size_t nu = 0; nu < g->k; nu++) {
+                size_t off = oM(g, i, (size_t)in->dep[nu]);
+                if (nz(g, off) && g->xnz[nu * g->w + col])
+                    sum_sub(&s, val(g, off), xname(g, t2, nu * g->w + col));
+            }
+            sum_end(&s);
+        }
+}
+
+/* A = B^T MB (lower triangle, scalars A<r*m+c>) and f = B^T (b - M w)
+ * (into vt). M is symmetric, so B^T M w = MB^T w: with w = [0; X_r],
+ * f_r = b_r - sum X_nu,r b_nu - sum MB_nu,r X_nu,m over the dependent nu,
+ * without forming b - M w (n*k products fewer than B^T of it). */
+static void reduce(gen *g)
+{
+    const ch_redsolve *in = g->in;
+    size_t m = g->m;
+    name t1, t2, t3;
+    for (size_t r = 0; r < m; r++)
+        for (size_t col = 0; col <= m; col++) {
+            if (col < m && col > r) continue;
+            size_t ir = (size_t)in->indep[r];
+            sum s;
+            if (col < m) snprintf(t1, sizeof t1, "const double A%zu", r * m + col);
+            else snprintf(t1, sizeof t1, "vt[%zu]", r);
+            sum_start(&s, g, t1);
+            if (col < m && g->mbnz[ir * m + col]) sum_first(&s, nm(t2, "MB", ir * m + col));
+            if (col == m && nz(g, ob(g, ir))) sum_first(&s, val(g, ob(g, ir)));
+            for (size_t nu = 0; nu < g->k; nu++) {
+                size_t id = (size_t)in->dep[nu];
+                if (!g->xnz[nu * g->w + r]) continue;
+                /* (named, and marked read, only where a term uses it) */
+                if (col < m && g->mbnz[id * m + col])
+                    sum_sub(&s, xname(g, t3, nu * g->w + r), nm(t2, "MB", id * m + col));
+                if (col == m && nz(g, ob(g, id)))
+                    sum_sub(&s, xname(g, t3, nu * g->w + r), val(g, ob(g, id)));
+            }
+            for (size_t nu = 0; col == m && nu < g->k; nu++) {
+                size_t id = (size_t)in->dep[nu];
+                if (g->mbnz[id * m + r] && g->xnz[nu * g->w + m])
+                    sum_sub(&s, nm(t2, "MB", id * m + r), xname(g, t3, nu * g->w + m));
+            }
+            if (col < m) g->anz[r * m + col] = g->anz[col * m + r] = s.nterms > 0;
+            sum_end(&s);
+        }
+}
+
+/* "double A[m*m] = {...};": the symmetric matrix rebuilt from the
+ * scalars A<i*m+j> of its lower triangle, for la_solve. */
+static void put_a_array(ch_buf *b, size_t m, const char *indent)
+{
+    if (m * m > CH_STACK_ELEMS) { /* static storage: assigned, not initialized */
+        ch_buf_printf(b, "static double A[%zu];\n", m * m);
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < m; j++)
+                ch_buf_printf(b, "%sA[%zu] = A%zu;\n", indent, i * m + j,
+                              j <= i ? i * m + j : j * m + i);
+        return;
+    }
+    ch_buf_printf(b, "double A[%zu] = {", m > 0 ? m * m : 1);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++) {
+            if (i + j > 0 && (i * m + j) % 8 == 0) ch_buf_printf(b, ",\n%s    ", indent);
+            else if (i + j > 0) ch_buf_put(b, ", ");
+            ch_buf_printf(b, "A%zu", j <= i ? i * m + j : j * m + i);
+        }
+    if (m == 0) ch_buf_put(b, "0.0");
+    ch_buf_put(b, "};\n");
+}
+
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
+{
+    /* the fallback: la_solve on the full matrix rebuilt from the scalars */
+    ch_buf fb;
+    ch_buf_init(&fb);
+    ch_buf_put(&fb, "{\n            ");
+    put_a_array(&fb, m, "            ");
+    ch_buf_printf(&fb, "            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
+    if (fb.oom) b->oom = 1;
+    if (m <= CH_SPD_UNROLL_MAX && !fb.oom) {
+        ch_emit_spd_solve(b, m, "A%zu", "vt[%zu]", anz, fb.s, ops);
+        ch_buf_put(b, "    return 0;\n");
+    } else if (!fb.oom) {
+        ch_buf_printf(b, "    %s\n", fb.s);
+        ch_la_solve_ops(m, 1, ops);
+    }
+    ch_buf_free(&fb);
+}
+
+/* X, MB, A and f (into vt) of in as statements in body, their
+ * operations added to ops; *triangular says which solve X came from.
+ * g's pattern arrays are allocated here (gen_free frees them). 0, or -1
+ * out of memory. */
+static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *ops,
+                       int *triangular, int row_tests)
+{
+    *g = gen_of(in);
+    g->row_test = row_tests == 1;
+    g->chart_test = row_tests == 2;
+    g->ops = ops;
+    g->b = body;
+    g->xnz = calloc(g->k * g->w + 1, 1);
+    g->xread = calloc(g->k * g->w + 1, 1);
+    g->mbnz = calloc(g->n * g->m + 1, 1);
+    g->anz = calloc(g->m * g->m + 1, 1);
+    g->is_dep = calloc(g->n + 1, 1);
+    int *prow = calloc(g->k + 1, sizeof *prow), *pcol = calloc(g->k + 1, sizeof *pcol);
+    int rc = -1;
+    if (g->xnz && g->xread && g->mbnz && g->anz && g->is_dep && prow && pcol) {
+        for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->dep[nu]] = 1;
+        *triangular = tri_order(g, prow, pcol);
+        if (*triangular) solve_triangular(g, prow, pcol);
+        else solve_dense(g);
+        products(g);
+        reduce(g);
+        /* an X of the triangular solve that no product reads (its M
+         * entries are 0) is an unused variable to the compiler */
+        for (size_t i = 0; *triangular && i < g->k * g->w; i++)
+            if (g->xnz[i] && !g->xread[i]) ch_buf_printf(body, "    (void)X%zu;\n", i);
+        rc = body->oom ? -1 : 0;
+    }
+    free(prow);
+    free(pcol);
+    return rc;
+}
+
+static void gen_free(gen *g)
+{
+    free(g->xnz);
+    free(g->xread);
+    free(g->mbnz);
+    free(g->anz);
+    free(g->is_dep);
+}
+
+const char *ch_emit_storage(size_t count)
+{
+    return count > CH_STACK_ELEMS ? "static " : "";
+}
+
+/* The function after its head: la_solve's work space (when ws says it
+ * is used), the LU path's arrays, the statement voids (the parameters
+ * the body may leave unused), in's statements, then body's. */
+static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
+                       const ch_buf *body)
+{
+    size_t nw = g->k > g->m ? g->k : g->m;
+    if (ws)
+        ch_buf_printf(code, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
+                      ch_emit_storage(nw * nw + 1), nw * nw + 1, ch_emit_storage(nw + 1), nw + 1);
+    if (g->use_gd)
+        ch_buf_printf(code, "    %sdouble Gd[%zu], Xa[%zu];\n",
+                      ch_emit_storage(g->k * g->k + g->k * g->w), g->k * g->k, g->k * g->w);
+    ch_buf_put(code, voids);
+    ch_buf_put(code, g->in->body ? g->in->body : "");
+    ch_buf_putn(code, body->s, body->len);
+    ch_buf_put(code, "}\n\n");
+}
+
+int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                            int *triangular)
+{
+    gen g;
+    ch_buf body;
+    ch_buf_init(&body);
+    int rc = system_body(&g, in, &body, ops, triangular, 2);
+    if (rc == 0) {
+        ch_emit_small_solve(&body, g.m, g.anz, ops);
+        /* v is not const: the values' program may also write the
+         * dependent velocities */
+        ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, 1\n"
+                         " * where G_d or B^T M B is singular, 2 where a pivot of a triangular\n"
+                         " * G_d is numerically 0 against its row of G (the chart is). */\n"
+                         "static int kn_acc(double t, const double *x, const double *p, "
+                         "double *v,\n                  double *vt)\n{\n");
+        put_kernel(code, &g, 1, "    (void)t; (void)x; (void)p; (void)v;\n", &body);
+        rc = body.oom || code->oom ? -1 : 0;
+    }
+    ch_buf_free(&body);
+    gen_free(&g);
+    return rc;
+}
+
+int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                         int *triangular)
+{
+    gen g;
+    ch_buf body;
+    ch_buf_init(&body);
+    int rc = system_body(&g, in, &body, ops, triangular, 1);
+    if (rc == 0) {
+        name t1, t2, t3;
+        /* where B^T M B is not positive definite, 1: the caller's la_kkt
+         * then solves the whole system (and the unrolled solve reads no
+         * entry known to be zero) */
+        if (g.m <= CH_SPD_UNROLL_MAX) {
+            for (size_t r = 0; r < g.m; r++)
+                for (size_t c = 0; c < r; c++)
+                    if (!g.anz[r * g.m + c]) ch_buf_printf(&body, "    (void)A%zu;\n", r * g.m + c);
+            ch_emit_spd_solve(&body, g.m, "A%zu", "vt[%zu]", g.anz, "return 1;", ops);
+        } else {
+            ch_buf_put(&body, "    {\n        ");
+            put_a_array(&body, g.m, "        ");
+            ch_buf_printf(&body, "        if (la_solve(%zu, 1, A, vt, 1, ws, piv)) return 1;\n    }\n",
+                          g.m);
+            ch_la_solve_ops(g.m, 1, ops);
+        }
+        for (size_t r = 0; r < g.m; r++)
+            ch_buf_printf(&body, "    acc[%d] = vt[%zu];\n", in->indep[r], r);
+        /* qtt_dep = X_r - X_i vt */
+        for (size_t nu = 0; nu < g.k; nu++) {
+            sum s;
+            snprintf(t1, sizeof t1, "acc[%d]", in->dep[nu]);
+            sum_start(&s, &g, t1);
+            if (g.xnz[nu * g.w + g.m]) sum_first(&s, xname(&g, t2, nu * g.w + g.m));
+            for (size_t r = 0; r < g.m; r++)
+                if (g.xnz[nu * g.w + r]) {
+                    snprintf(t3, sizeof t3, "vt[%zu]", r);
+                    sum_sub(&s, xname(&g, t2, nu * g.w + r), t3);
+                }
+            sum_end(&s);
+        }
+        ch_buf_put(&body, "    return 0;\n");
+        ch_buf_printf(code, "/* The accelerations by the null-space method (emit_red.h) from\n"
+                            " * the values o la_kkt would solve: 0, or 1 where G_d or B^T M B\n"
+                            " * is singular. */\n"
+                            "static int kn_facc(const double *o, double *acc)\n{\n"
+                            "    %sdouble vt[%zu];\n", ch_emit_storage(g.m), g.m > 0 ? g.m : 1);
+        put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, "", &body);
+        rc = body.oom || code->oom ? -1 : 0;
+    }
+    ch_buf_free(&body);
+    gen_free(&g);
+    return rc;
+}
+
+/* Text of one scalar of the unrolled LDL^T: prefix and indices. */
+static void scalar(char *buf, size_t size, const char *fmt, size_t i, size_t j)
+{
+    /* fmt is never NULL; the test keeps GCC's -Wformat-truncation, which
+     * cannot see that through the inlined callers, quiet */
+    snprintf(buf, size, fmt ? fmt : "", i, j);
+}
+
+/* A x = f for a small symmetric A, unrolled: A = L D L^T without square
+ * roots, entries known to be zero skipped, A left intact. A pivot that is
+ * not positive relative to the largest diagonal entry (A not numerically
+ * positive definite) runs the fallback statement instead, which sees A
+ * and f unchanged. */
+void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt,
+                       const unsigned char *anz, const char *fallback, ch_opcount *ops)
+{
+    /* lnz[i*m+j] (i > j): L_ij may be nonzero */
+    unsigned char *lnz = calloc(m * m + 1, 1);
+    if (!lnz) {
+        b->oom = 1;
+        return;
+    }
+    char t1[64], t2[64], t3[64];
+    /* Pivots are judged against the largest diagonal entry, as
+     * la_cholesky does: a matrix that la_solve calls singular falls back
+     * to it and gets the same verdict. */
+    ch_buf_put(b, "    {\n");
+    scalar(t1, sizeof t1, a_fmt, 0, 0);
+    ch_buf_printf(b, "        double amax = fabs(%s);\n", t1);
+    for (size_t j = 1; j < m; j++) {
+        scalar(t1, sizeof t1, a_fmt, j * m + j, 0);
+        ch_buf_printf(b, "        if (fabs(%s) > amax) amax = fabs(%s);\n", t1, t1);
+    }
+    for (size_t j = 0; j < m; j++) {
+        /* D_j = A_jj - sum_k L_jk U_jk, U_jk = L_jk D_k */
+        scalar(t1, sizeof t1, a_fmt, j * m + j, 0);
+        ch_buf_printf(b, "        const double d%zu = %s", j, t1);
+        for (size_t k = 0; k < j; k++)
+            if (lnz[j * m + k]) {
+                ch_buf_printf(b, " - l%zu_%zu * u%zu_%zu", j, k, j, k);
+                ops->mul += 1, ops->add += 1;
+            }
+        ch_buf_printf(b, ";\n        double id%zu;\n", j);
+        ch_buf_printf(b, "        if (!(d%zu > 1e-14 * amax)) %s\n", j, fallback);
+        ch_buf_printf(b, "        id%zu = 1.0 / d%zu;\n", j, j);
+        ops->div += 1;
+        for (size_t i = j + 1; i < m; i++) {
+            int any = anz[i * m + j];
+            for (size_t k = 0; k < j && !any; k++) any = lnz[i * m + k] && lnz[j * m + k];
+            if (!any) continue;
+            lnz[i * m + j] = 1;
+            ch_buf_printf(b, "        const double u%zu_%zu = ", i, j);
+            int first = 1;
+            if (anz[i * m + j]) {
+                scalar(t2, sizeof t2, a_fmt, i * m + j, 0);
+                ch_buf_put(b, t2);
+                first = 0;
+            }
+            for (size_t k = 0; k < j; k++)
+                if (lnz[i * m + k] && lnz[j * m + k]) {
+                    ch_buf_printf(b, "%sl%zu_%zu * u%zu_%zu", first ? "-" : " - ", i, k, j, k);
+                    ops->mul += 1, ops->add += 1;
+                    first = 0;
+                }
+            ch_buf_printf(b, ";\n        const double l%zu_%zu = u%zu_%zu * id%zu;\n", i, j, i, j, j);
+            ops->mul += 1;
+        }
+    }
+    /* L z = f, z = D^-1 z, L^T x = z, in f */
+    for (size_t i = 0; i < m; i++)
+        for (size_t k = 0; k < i; k++)
+            if (lnz[i * m + k]) {
+                scalar(t1, sizeof t1, f_fmt, i, 0);
+                scalar(t3, sizeof t3, f_fmt, k, 0);
+                ch_buf_printf(b, "        %s -= l%zu_%zu * %s;\n", t1, i, k, t3);
+                ops->mul += 1, ops->add += 1;
+            }
+    for (size_t i = 0; i < m; i++) {
+        scalar(t1, sizeof t1, f_fmt, i, 0);
+        ch_buf_printf(b, "        %s *= id%zu;\n", t1, i);
+        ops->mul += 1;
+    }
+    for (size_t i = m; i-- > 0;)
+        for (size_t k = i + 1; k < m; k++)
+            if (lnz[k * m + i]) {
+                scalar(t1, sizeof t1, f_fmt, i, 0);
+                scalar(t3, sizeof t3, f_fmt, k, 0);
+                ch_buf_printf(b, "        %s -= l%zu_%zu * %s;\n", t1, k, i, t3);
+                ops->mul += 1, ops->add += 1;
+            }
+    ch_buf_put(b, "    }\n");
+    free(lnz);
+}
+
+/* ---- common factors out of sums ------------------------------------------ */
+
+/* One factor of a term: base^(exp - used), used counting the powers
+ * already taken out. */
+typedef struct {
+    const ch_expr *base;
+    const fmpq *exp;
+    slong used;
+} fct;
+
+typedef struct {
+    const fmpq *c; /* the term's coefficient */
+    fct *f;
+    size_t nf;
+    const ch_expr *orig; /* the sum's node the factors come from */
+} term;
+
+typedef struct {
+    ch_ctx *ctx;
+    /* node id -> factored node: the context's, kept across calls (every
+     * form factors kn_dyn's outputs, kn_acc them again with alpha) */
+    ch_map *memo;
+    int failed;
+    int distribute; /* ch_dist: terms distributed over their small sums first */
+} fz;
+
+static const ch_expr *fz_expr(fz *z, const ch_expr *e);
+
+/* Whether f still has a positive integer power to take out. */
+static int fct_avail(const fct *f)
+{
+    return fmpz_is_one(fmpq_denref(f->exp)) && fmpz_cmp_si(fmpq_numref(f->exp), f->used) > 0;
+}
+
+static const ch_expr *fz_term(fz *z, const term *t)
+{
+    const ch_expr **fs = calloc(t->nf + 1, sizeof *fs);
+    if (!fs) {
+        z->failed = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    fmpq_t x;
+    fmpq_init(x);
+    for (size_t i = 0; i < t->nf && !z->failed; i++) {
+        fmpq_set(x, t->f[i].exp);
+        fmpq_sub_si(x, x, t->f[i].used);
+        if (fmpq_is_zero(x)) continue;
+        const ch_expr *b = fz_expr(z, t->f[i].base);
+        fs[n] = b ? ch_pow_q(z->ctx, b, x) : NULL;
+        if (!fs[n]) z->failed = 1;
+        n++;
+    }
+    fmpq_clear(x);
+    const ch_expr *r = NULL;
+    if (!z->failed) {
+        r = n ? ch_mul_n(z->ctx, n, fs) : ch_one(z->ctx);
+        if (r) r = ch_scale(z->ctx, t->c, r);
+        if (!r) z->failed = 1;
+    }
+    free(fs);
+    return r;
+}
+
+/* The bases the terms of a sum still have a power of, by how many terms
+ * have one: counts in a map (base id -> count) and a max-heap of (count,
+ * base), lowest id first on ties, whose entries are stale once their
+ * base's count has dropped (counts only drop: each (base, count) is
+ * pushed once). Counted once per sum and updated as groups leave:
+ * counting the remaining terms again for every group was quadratic in
+ * the terms of a sum (9% of the 200-trailer's emit instructions). */
+typedef struct {
+    uint32_t count, id;
+    const ch_expr *base;
+} fz_cand;
+
+typedef struct {
+    ch_map count;
+    fz_cand *heap;
+    size_t n, cap;
+} fz_counts;
+
+static int cand_above(const fz_cand *a, const fz_cand *b)
+{
+    return a->count > b->count || (a->count == b->count && a->id < b->id);
+}
+
+static int counts_push(fz_counts *c, const ch_expr *base, uint32_t count)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        fz_cand *h = realloc(c->heap, cap * sizeof *h);
+        if (!h) return -1;
+        c->heap = h, c->cap = cap;
+    }
+    size_t i = c->n++;
+    fz_cand x = {count, base->id, base};
+    for (; i > 0 && cand_above(&x, &c->heap[(i - 1) / 2]); i = (i - 1) / 2)
+        c->heap[i] = c->heap[(i - 1) / 2];
+    c->heap[i] = x;
+    return 0;
+}
+
+static void counts_pop(fz_counts *c)
+{
+    fz_cand x = c->heap[--c->n];
+    size_t i = 0;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= c->n) break;
+        if (k + 1 < c->n && cand_above(&c->heap[k + 1], &c->heap[k])) k++;
+        if (!cand_above(&c->heap[k], &x)) break;
+        c->heap[i] = c->heap[k];
+        i = k;
+    }
+    if (c->n) c->heap[i] = x;
+}
+
+/* Adds d (+1 or -1) to the count of every base term t has a power of
+ * (also of taken, whose power fz_partition has just taken out); 0, or -1
+ * out of memory. Counts of 2 and more enter the heap. */
+static int counts_add(fz_counts *c, const term *t, const ch_expr *taken, int d)
+{
+    for (size_t j = 0; j < t->nf; j++) {
+        if (t->f[j].base != taken && !fct_avail(&t->f[j])) continue;
+        uint64_t key = t->f[j].base->id;
+        uint32_t n = (uint32_t)(uintptr_t)ch_map_get(&c->count, key) + (uint32_t)d;
+        if (ch_map_put(&c->count, key, (void *)(uintptr_t)n)) return -1;
+        if (d < 0 && n >= 2 && counts_push(c, t->f[j].base, n)) return -1;
+    }
+    return 0;
+}
+
+/* The base that most of the terms still have a power of (lowest id on
+ * ties), or NULL when no base is shared by two terms. */
+static const ch_expr *counts_best(fz_counts *c)
+{
+    while (c->n) {
+        const fz_cand *top = &c->heap[0];
+        uint32_t now = (uint32_t)(uintptr_t)ch_map_get(&c->count, top->id);
+        if (now == top->count && now >= 2) return top->base;
+        counts_pop(c);
+    }
+    return NULL;
+}
+
+/* Moves the terms with a power of b to the front, one power of b taken
+ * out of each; their count. */
+static size_t fz_partition(term *t, size_t nt, const ch_expr *b)
+{
+    size_t n1 = 0;
+    for (size_t i = 0; i < nt; i++) {
+        int has = 0;
+        for (size_t j = 0; j < t[i].nf && !has; j++)
+            if (t[i].f[j].base == b && fct_avail(&t[i].f[j])) t[i].f[j].used++, has = 1;
+        if (has) {
+            term tmp = t[i];
+            t[i] = t[n1];
+            t[n1++] = tmp;
+        }
+    }
+    return n1;
+}
+
+/* t's node when fz_term would rebuild it unchanged: no power taken out
+ * and every factor its own factored form; else NULL. */
+static const ch_expr *fz_same(fz *z, const term *t)
+{
+    if (!t->orig) return NULL;
+    for (size_t i = 0; i < t->nf; i++)
+        if (t->f[i].used || fz_expr(z, t->f[i].base) != t->f[i].base) return NULL;
+    return t->orig;
+}
+
+/* The sum of the terms without common factors taken out. The terms that
+ * do not change enter as they are (most of them: building each anew was
+ * a third of an emit). */
+static const ch_expr *fz_plain(fz *z, const term *t, size_t nt)
+{
+    if (nt == 0) return ch_zero(z->ctx);
+    if (nt == 1) return fz_term(z, &t[0]);
+    const ch_expr **ts = calloc(nt, sizeof *ts);
+    fmpq *c = calloc(nt, sizeof *c);
+    fmpq_t one;
+    fmpq_init(one);
+    fmpq_one(one);
+    if (!ts || !c) z->failed = 1;
+    for (size_t i = 0; i < nt && !z->failed; i++) {
+        /* shallow copies: read-only views of the coefficients */
+        if ((ts[i] = fz_same(z, &t[i])))
+            c[i] = *t[i].c;
+        else if ((ts[i] = fz_term(z, &t[i])))
+            c[i] = *one;
+        else
+            z->failed = 1;
+    }
+    const ch_expr *r = z->failed ? NULL : ch_lincomb(z->ctx, NULL, nt, c, ts);
+    if (!r) z->failed = 1;
+    free(ts);
+    free(c);
+    fmpq_clear(one);
+    return r;
+}
+
+/* The sum of the terms, greedily as f1 * (sum of the terms with f1, f1
+ * taken out) + f2 * (...) + ... + (the others), each f the factor most of
+ * the remaining terms share (multivariate Horner): each group saves a
+ * product per term but one. The groups are built in one loop and summed
+ * once: summing them one by one (f1 * s1 + (f2 * s2 + ...)) would build
+ * every partial sum, quadratic in the number of groups. The products are
+ * created last group first, as that recursion did, so that the result,
+ * whose terms are ordered by node id, prints the same. */
+static const ch_expr *fz_sum(fz *z, term *t, size_t nt)
+{
+    if (z->failed) return NULL;
+    if (nt < 2) return fz_plain(z, t, nt);
+    /* group g: factor fb[g] times the sum s1[g]; at most nt / 2 groups */
+    size_t cap = nt / 2 + 1, ng = 0;
+    const ch_expr **fb = calloc(2 * cap + 1, sizeof *fb), **s1 = fb + cap;
+    if (!fb) {
+        z->failed = 1;
+        return NULL;
+    }
+    size_t at = 0;
+    const ch_expr *best;
+    fz_counts cnt = {.heap = NULL};
+    ch_map_init(&cnt.count);
+    for (size_t i = 0; i < nt && !z->failed; i++)
+        if (counts_add(&cnt, &t[i], NULL, 1)) z->failed = 1;
+    for (size_t i = 0; i < cnt.count.cap && !z->failed; i++) {
+        const ch_map_slot *sl = &cnt.count.slot[i];
+        if (sl->key && (uintptr_t)sl->val >= 2 &&
+            counts_push(&cnt, ch_ctx_node(z->ctx, (uint32_t)sl->key), (uint32_t)(uintptr_t)sl->val))
+            z->failed = 1;
+    }
+    while (!z->failed && nt - at >= 2 && (best = counts_best(&cnt))) {
+        size_t n1 = fz_partition(t + at, nt - at, best);
+        for (size_t i = at; i < at + n1 && !z->failed; i++)
+            if (counts_add(&cnt, &t[i], best, -1)) z->failed = 1;
+        fb[ng] = fz_expr(z, best);
+        s1[ng] = fz_sum(z, t + at, n1);
+        if (!fb[ng] || !s1[ng]) z->failed = 1;
+        ng++;
+        at += n1;
+    }
+    ch_map_free(&cnt.count);
+    free(cnt.heap);
+    const ch_expr *rest = z->failed ? NULL : fz_plain(z, t + at, nt - at);
+    const ch_expr *r = NULL;
+    if (rest) {
+        /* the products, last group first, each with its coefficient-free
+         * part created right after it (as ch_add of it would) */
+        s1[ng] = rest;
+        for (size_t g = ng; g-- > 0 && !z->failed;) {
+            const ch_expr *p = ch_mul(z->ctx, fb[g], s1[g]);
+            if (!p || !ch_add(z->ctx, p, g + 1 == ng ? rest : ch_zero(z->ctx)))
+                z->failed = 1;
+            s1[g] = p;
+        }
+        if (!z->failed) r = ng ? ch_add_n(z->ctx, ng + 1, s1) : rest;
+    }
+    if (!r) z->failed = 1;
+    free(fb);
+    return r;
+}
+
+/* The index of t's factor f(a)^2 (f = CH_F_SIN or CH_F_COS) with the
+ * given argument (any when a is NULL), or t->nf. */
+static size_t square_of(const term *t, int f, const ch_expr *a)
+{
+    for (size_t i = 0; i < t->nf; i++) {
+        const ch_expr *b = t->f[i].base;
+        if (b->kind == CH_FUN && b->fun == f && b->n == 1 && (!a || b->pair[0].e == a) &&
+            t->f[i].used == 0 && fmpz_is_one(fmpq_denref(t->f[i].exp)) &&
+            fmpz_cmp_si(fmpq_numref(t->f[i].exp), 2) == 0)
+            return i;
+    }
+    return t->nf;
+}
+
+/* Whether t and u have the same coefficient and the same factors besides
+ * t's factor i and u's factor j (factor lists in the DAG's canonical
+ * order). */
+static int same_rest(const term *t, size_t i, const term *u, size_t j)
+{
+    if (t->nf != u->nf || !fmpq_equal(t->c, u->c)) return 0;
+    for (size_t a = 0, b = 0; a < t->nf; a++, b++) {
+        if (a == i) a++;
+        if (b == j) b++;
+        if (a >= t->nf || b >= u->nf) return a >= t->nf && b >= u->nf;
+        if (t->f[a].base != u->f[b].base || t->f[a].used != u->f[b].used ||
+            !fmpq_equal(t->f[a].exp, u->f[b].exp))
+            return 0;
+    }
+    return 1;
+}
+
+/* c cos(a)^2 R + c sin(a)^2 R = c R: pairs of terms merged, the cos^2
+ * factor dropped from the first, the second removed. The new count. */
+static size_t pythagoras(term *t, size_t nt)
+{
+    for (size_t i = 0; i < nt; i++) {
+        size_t fi = square_of(&t[i], CH_F_COS, NULL);
+        if (fi == t[i].nf) continue;
+        const ch_expr *a = t[i].f[fi].base->pair[0].e;
+        for (size_t j = 0; j < nt; j++) {
+            if (j == i) continue;
+            size_t fj = square_of(&t[j], CH_F_SIN, a);
+            if (fj == t[j].nf || !same_rest(&t[i], fi, &t[j], fj)) continue;
+            t[i].f[fi].used = 2; /* cos(a)^0 */
+            t[j] = t[--nt];
+            if (i == nt) i = j; /* t[i] moved to j */
+            i--;                /* look at t[i] again: another cos^2 */
+            break;
+        }
+    }
+    return nt;
+}
+
+/* A term c * R * (a + b + ...) with a small sum among its factors is
+ * distributed, c*R*a + c*R*b + ..., before the factoring: the sums
+ * sin(x - y) = sin x cos y - cos x sin y inside the bias of a chain of
+ * constraints hide the factor sin x that every term of a row shares. */
+#define FZ_DIST_MAX 4
+
+/* The index in the product x of the sum it distributes over, or x->n
+ * (also for x not a product). With two small sums or more: none
+ * (CH_DIST_ONE), or the oldest node (CH_DIST_OLDEST): in a product of a
+ * coefficient of the dynamics and a value built from it later, such as
+ * G_d's cos(th_i - th_j) times an unknown X_j of ch_reduced_exprs, it is
+ * the coefficient that holds the row's factors. */
+static size_t dist_at(const fz *z, const ch_expr *x)
+{
+    if (!z->distribute || x->kind != CH_MUL || !fmpq_is_one(x->num)) return x->n;
+    size_t at = x->n;
+    for (size_t j = 0; j < x->n; j++) {
+        const ch_expr *y = x->pair[j].e;
+        if (y->kind != CH_ADD || !fmpq_is_one(x->pair[j].c) ||
+            y->n + !fmpq_is_zero(y->num) > FZ_DIST_MAX)
+            continue;
+        if (at < x->n && z->distribute == CH_DIST_ONE) return x->n;
+        if (at == x->n || y->id < x->pair[at].e->id) at = j;
+    }
+    return at;
+}
+
+/* The factors of a term of a sum (x, or its factors) appended to f. */
+static size_t put_factors(fct *f, const ch_expr *x, const fmpq *one, size_t skip)
+{
+    size_t at = 0;
+    if (x->kind == CH_MUL && fmpq_is_one(x->num)) {
+        for (size_t j = 0; j < x->n; j++)
+            if (j != skip) f[at++] = (fct){x->pair[j].e, x->pair[j].c, 0};
+    } else {
+        f[at++] = (fct){x, one, 0};
+    }
+    return at;
+}
+
+/* The factors f[0..n) in the canonical order (by node id), powers of one
+ * base merged (their exponent summed into q[*qi], the next free slot);
+ * the new count. */
+static size_t merge_factors(fct *f, size_t n, fmpq *q, size_t *qi)
+{
+    for (size_t i = 1; i < n; i++) {
+        fct x = f[i];
+        size_t j = i;
+        for (; j > 0 && f[j - 1].base->id > x.base->id; j--) f[j] = f[j - 1];
+        f[j] = x;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && f[m - 1].base == f[i].base) {
+            fmpq_add(q + *qi, f[m - 1].exp, f[i].exp);
+            f[m - 1].exp = q + (*qi)++;
+            continue;
+        }
+        f[m++] = f[i];
+    }
+    return m;
+}
+
+static const ch_expr *fz_add(fz *z, const ch_expr *e)
+{
+    /* the terms and factors once distributed */
+    size_t nt = 0, nf = 0, nq = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        const ch_expr *x = e->pair[i].e;
+        size_t d = dist_at(z, x);
+        if (x->kind == CH_MUL && d < x->n) {
+            const ch_expr *y = x->pair[d].e;
+            for (size_t k = 0; k < y->n; k++)
+                nf += x->n - 1 + (y->pair[k].e->kind == CH_MUL ? y->pair[k].e->n : 1);
+            nf += fmpq_is_zero(y->num) ? 0 : x->n - 1;
+            nq += y->n + !fmpq_is_zero(y->num);
+            nt += y->n + !fmpq_is_zero(y->num);
+        } else {
+            nf += x->kind == CH_MUL ? x->n : 1;
+            nt++;
+        }
+    }
+    term *t = calloc(nt + 1, sizeof *t);
+    fct *f = calloc(nf + 1, sizeof *f);
+    /* coefficients of the distributed terms, exponents of merged factors,
+     * and the 1 of single factors */
+    nq += nf;
+    fmpq *q = calloc(nq + 1, sizeof *q);
+    const ch_expr *r = NULL;
+    if (t && f && q) {
+        for (size_t i = 0; i <= nq; i++) fmpq_init(q + i);
+        const fmpq *one = q + nq;
+        fmpq_one(q + nq);
+        size_t at = 0, ti = 0, qi = 0;
+        for (size_t i = 0; i < e->n; i++) {
+            const ch_expr *x = e->pair[i].e;
+            size_t d = dist_at(z, x);
+            if (!(x->kind == CH_MUL && d < x->n)) {
+                t[ti] = (term){e->pair[i].c, f + at, 0, x};
+                at += t[ti].nf = put_factors(f + at, x, one, (size_t)-1);
+                ti++;
+                continue;
+            }
+            const ch_expr *y = x->pair[d].e;
+            for (size_t k = 0; k <= y->n; k++) {
+                if (k == y->n && fmpq_is_zero(y->num)) break;
+                fmpq_mul(q + qi, e->pair[i].c, k < y->n ? y->pair[k].c : y->num);
+                t[ti] = (term){q + qi++, f + at, 0, NULL};
+                at += put_factors(f + at, x, one, d);
+                if (k < y->n) at += put_factors(f + at, y->pair[k].e, one, (size_t)-1);
+                t[ti].nf = merge_factors(t[ti].f, (size_t)(f + at - t[ti].f), q, &qi);
+                at = (size_t)(t[ti].f - f) + t[ti].nf;
+                ti++;
+            }
+        }
+        nt = pythagoras(t, ti);
+        r = fz_sum(z, t, nt);
+        if (r && !fmpq_is_zero(e->num)) {
+            const ch_expr *c = ch_num_q(z->ctx, e->num);
+            r = c ? ch_add(z->ctx, r, c) : NULL;
+        }
+        for (size_t i = 0; i <= nq; i++) fmpq_clear(q + i);
+    }
+    if (!r) z->failed = 1;
+    free(t);
+    free(f);
+    free(q);
+    return r;
+}
+
+static const ch_expr *fz_expr(fz *z, const ch_expr *e)
+{
+    if (z->failed || !e) return NULL;
+    if (e->kind == CH_NUM || e->kind == CH_SYM) return e;
+    const ch_expr *r = ch_map_get(z->memo, e->id);
+    if (r) return r;
+    switch (e->kind) {
+    case CH_ADD:
+        r = fz_add(z, e);
+        break;
+    case CH_MUL: {
+        const ch_expr **fs = calloc(e->n + 1, sizeof *fs);
+        if (!fs) break;
+        size_t i;
+        for (i = 0; i < e->n; i++) {
+            const ch_expr *b = fz_expr(z, e->pair[i].e);
+            if (!b || !(fs[i] = ch_pow_q(z->ctx, b, e->pair[i].c))) break;
+        }
+        if (i == e->n) r = ch_mul_n(z->ctx, e->n, fs);
+        if (r) r = ch_scale(z->ctx, e->num, r);
+        free(fs);
+        break;
+    }
+    case CH_POW: {
+        const ch_expr *b = fz_expr(z, e->pair[0].e), *x = fz_expr(z, e->pair[1].e);
+        r = b && x ? ch_pow(z->ctx, b, x) : NULL;
+        break;
+    }
+    case CH_FUN: {
+        if (e->n == 1) {
+            const ch_expr *a = fz_expr(z, e->pair[0].e);
+            r = a ? ch_fun1(z->ctx, (ch_fun)e->fun, a) : NULL;
+        } else if (e->n == 2 && e->fun == CH_F_ATAN2) {
+            const ch_expr *a = fz_expr(z, e->pair[0].e), *b = fz_expr(z, e->pair[1].e);
+            r = a && b ? ch_atan2(z->ctx, a, b) : NULL;
+        } else {
+            r = e;
+        }
+        break;
+    }
+    default:
+        r = e;
+    }
+    if (!r || ch_map_put(z->memo, e->id, (void *)r)) {
+        z->failed = 1;
+        return NULL;
+    }
+    return r;
+}
+
+const ch_expr **ch_factor_sums(ch_ctx *ctx, size_t n, const ch_expr *const *in,
+                               ch_dist distribute)
+{
+    static const ch_memo_id memo[3] = {CH_MEMO_FACTOR, CH_MEMO_FACTOR_DIST,
+                                       CH_MEMO_FACTOR_OLDEST};
+    fz z = {ctx, ch_ctx_memo(ctx, memo[distribute]), 0, distribute};
+    const ch_expr **out = ch_ctx_alloc(ctx, (n ? n : 1) * sizeof *out);
+    if (!out) z.failed = 1;
+    for (size_t i = 0; i < n && !z.failed; i++)
+        if (!(out[i] = fz_expr(&z, in[i]))) z.failed = 1;
+    if (z.failed) {
+        /* a node limit: the caller keeps the outputs as they are */
+        ch_ctx_clear_error(ctx);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- the reduced system as expressions ---------------------------------- */
+
+/* Appends -a*b to t (at *nt), skipping zero factors (NULL is zero). */
+static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
+                     const ch_expr *b)
+{
+    if (a && b && !ch_is_zero(a) && !ch_is_zero(b)) t[(*nt)++] = ch_neg(ctx, ch_mul(ctx, a, b));
+}
+
+static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
+
+/* term_sub with a's small sum (a itself, or the one among a product's
+ * factors: at most FZ_DIST_MAX terms) multiplied out over b: G_d's
+ * -d (sin th_i sin th_j + cos th_i cos th_j) times X_j becomes two terms
+ * with th_i's sine and cosine as factors, which factoring then takes
+ * out of the row (X_1 = sin th_1 - tan th_0 cos th_1 is a small sum too:
+ * left to ch_factor_sums, the product of the two stayed, four more
+ * operations an axle). */
+static void term_sub_dist(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
+                          const ch_expr *b)
+{
+    if (!a || !b || ch_is_zero(a) || ch_is_zero(b)) return;
+    const ch_expr *sum = NULL, *rest = ch_one(ctx);
+    if (a->kind == CH_ADD) {
+        sum = a;
+    } else if (a->kind == CH_MUL) {
+        for (uint32_t j = 0; j < a->n; j++) {
+            const ch_expr *y = a->pair[j].e;
+            if (!sum && y->kind == CH_ADD && fmpq_is_one(a->pair[j].c))
+                sum = y;
+            else
+                rest = ch_mul(ctx, rest, ch_pow_q(ctx, y, a->pair[j].c));
+        }
+        rest = ch_scale(ctx, a->num, rest);
+    }
+    if (!sum || !rest || !fmpq_is_zero(sum->num) || sum->n > FZ_DIST_MAX) {
+        term_sub(ctx, t, nt, a, b);
+        return;
+    }
+    const ch_expr *rb = ch_mul(ctx, rest, b), **p = calloc(sum->n, sizeof *p);
+    if (!p) { /* out of memory: the same value undistributed */
+        term_sub(ctx, t, nt, a, b);
+        return;
+    }
+    for (uint32_t j = 0; j < sum->n; j++)
+        p[j] = ch_scale(ctx, sum->pair[j].c, ch_mul(ctx, sum->pair[j].e, rb));
+    t[(*nt)++] = ch_neg(ctx, ch_add_n(ctx, sum->n, p));
+    free(p);
+}
+
+/* X = G_d^-1 [G_i | r] by substitution in tri_order's order, X[c * w +
+ * col] for dependent velocity c, G_d's pivots into piv_out (in that
+ * order), B's dependent rows -X_i into bd when not NULL; t: scratch of
+ * 2 (n + k) + 2 entries. Returns 0, 1 when G_d is not triangular, -1
+ * out of memory. */
+static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_expr **X,
+                   const ch_expr **t, const ch_expr **piv_out, const ch_expr **bd, int distribute)
+{
+    const ch_redsolve *in = g->in;
+    size_t k = g->k, m = g->m, w = g->w;
+    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
+    int rc = !prow || !pcol ? -1 : !tri_order(g, prow, pcol);
+    for (size_t j = 0; rc == 0 && j < k; j++) {
+        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
+        const ch_expr *piv = v[oG(g, a, (size_t)in->dep[c])];
+        const ch_expr *inv = ch_pow_si(ctx, piv, -1);
+        piv_out[j] = piv;
+        for (size_t col = 0; col < w; col++) {
+            size_t nt = 0;
+            const ch_expr *rhs = nonzero(v[col < m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a)]);
+            if (rhs) t[nt++] = rhs;
+            for (size_t l = 0; l < j; l++) {
+                size_t cl = (size_t)pcol[l];
+                (distribute ? term_sub_dist : term_sub)(ctx, t, &nt, v[oG(g, a, (size_t)in->dep[cl])],
+                                                        X[cl * w + col]);
+            }
+            X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
+        }
+    }
+    for (size_t nu = 0; rc == 0 && bd && nu < k; nu++)
+        for (size_t col = 0; col < m; col++)
+            bd[nu * m + col] = X[nu * w + col] ? ch_neg(ctx, X[nu * w + col]) : ch_zero(ctx);
+    free(prow), free(pcol);
+    return rc;
+}
+
+int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_expr **out, const ch_expr **bd)
+{
+    gen g = gen_of(in);
+    size_t n = g.n, k = g.k, m = g.m, w = g.w;
+    const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
+    const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
+    int rc = -1;
+    if (!X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
+    /* (a constructor's NULL after a limit would read as zero below: the
+     * context's error decides at the end) */
+    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 0))) goto done;
+    /* MB = M B */
+    for (size_t i = 0; i < n; i++)
+        for (size_t col = 0; col < m; col++) {
+            size_t nt = 0;
+            const ch_expr *first = nonzero(v[oM(&g, i, (size_t)in->indep[col])]);
+            if (first) t[nt++] = first;
+            for (size_t nu = 0; nu < k; nu++)
+                term_sub(ctx, t, &nt, v[oM(&g, i, (size_t)in->dep[nu])], X[nu * w + col]);
+            MB[i * m + col] = nt ? nonzero(ch_add_n(ctx, nt, t)) : NULL;
+        }
+    /* A = B^T MB and f = B^T (b - M w), as in reduce() */
+    for (size_t r = 0; r < m; r++)
+        for (size_t col = 0; col <= m; col++) {
+            size_t ir = (size_t)in->indep[r], nt = 0;
+            const ch_expr *first = col < m ? MB[ir * m + col] : nonzero(v[ob(&g, ir)]);
+            if (first) t[nt++] = first;
+            for (size_t nu = 0; nu < k; nu++) {
+                size_t id = (size_t)in->dep[nu];
+                term_sub(ctx, t, &nt, X[nu * w + r], col < m ? MB[id * m + col] : v[ob(&g, id)]);
+                if (col == m) term_sub(ctx, t, &nt, MB[id * m + r], X[nu * w + m]);
+            }
+            const ch_expr *s = ch_add_n(ctx, nt, t);
+            if (col < m) out[r * m + col] = out[col * m + r] = s;
+            else out[m * m + r] = s;
+        }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t i = 0; i < m * m + m + k; i++)
+        if (!out[i]) rc = -1;
+done:
+    free(X), free(MB), free(t);
+    return rc;
+}
+
+/* sum_nu X[nu][col] * y[dep nu] with the sign s, appended to t (y indexed
+ * by coordinate, NULL entries zero). */
+static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col,
+                  const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
+{
+    for (size_t nu = 0; nu < g->k; nu++) {
+        const ch_expr *x = X[nu * g->w + col], *yy = y[g->in->dep[nu]];
+        if (!x || !yy || ch_is_zero(yy)) continue;
+        const ch_expr *p = ch_mul(ctx, x, yy);
+        t[(*nt)++] = s < 0 ? ch_neg(ctx, p) : p;
+    }
+}
+
+/* Appends the terms of s (B^T y)_r = s (y_indep_r - sum_nu X_nu,r y_dep_nu)
+ * to t (at *nt; zero ones left out), s = +-1. */
+static void bt_push(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t r,
+                    const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
+{
+    const ch_expr *yi = y[g->in->indep[r]];
+    if (!ch_is_zero(yi)) t[(*nt)++] = s < 0 ? ch_neg(ctx, yi) : yi;
+    x_dot(ctx, g, X, r, y, -s, t, nt);
+}
+
+/* P_b = B^T a_b (m entries, NULL where zero): term b's velocity per unit
+ * independent velocity. */
+static void kane_p(ch_ctx *ctx, const gen *g, const ch_expr *const *X, const ch_expr *const *a,
+                   const ch_expr **t, const ch_expr **P)
+{
+    for (size_t r = 0; r < g->m; r++) {
+        size_t nt = 0;
+        bt_push(ctx, g, X, r, a, 1, t, &nt);
+        P[r] = nonzero(ch_add_n(ctx, nt, t));
+    }
+}
+
+/* A = sum_b mu_b P_b P_b^T (m x m, symmetric) into out. */
+static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *const *P,
+                   const ch_expr **t, const ch_expr **out)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = r; c < m; c++) {
+            size_t nt = 0;
+            for (size_t b = 0; b < kn->nb; b++)
+                if (P[b * m + r] && P[b * m + c])
+                    t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, P[b * m + r], P[b * m + c]));
+            out[r * m + c] = out[c * m + r] = ch_add_n(ctx, nt, t);
+        }
+}
+
+/* What both Kane builders start from: X = G_d^-1 [G_i | r] (solve_x), a
+ * scratch t large enough for every sum they form, and room for the
+ * terms' P_b (m each). */
+typedef struct {
+    gen g;
+    const ch_expr **X, **t, **P;
+} kane_base;
+
+/* 0, 1 when G_d is not triangular, -1 (out of memory, a failed context,
+ * kn not of in's size); G_d's pivots into piv_out. kane_base_free in
+ * every case. */
+static int kane_base_init(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                          const ch_kane *kn, const ch_expr **piv_out, const ch_expr **bd,
+                          kane_base *kb)
+{
+    kb->g = gen_of(in);
+    size_t n = kb->g.n, k = kb->g.k, nb = kn->nb;
+    kb->X = calloc(k * kb->g.w + 1, sizeof *kb->X);
+    kb->t = calloc(2 * (n + k + nb) + 2, sizeof *kb->t);
+    kb->P = calloc(nb * kb->g.m + 1, sizeof *kb->P);
+    if (!kb->X || !kb->t || !kb->P || ch_ctx_exhausted(ctx) || kn->n != n) return -1;
+    return solve_x(ctx, &kb->g, v, kb->X, kb->t, piv_out, bd, 1);
+}
+
+static void kane_base_free(kane_base *kb)
+{
+    free(kb->X), free(kb->t), free(kb->P);
+}
+
+int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                     const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
+                     const ch_expr **eta, const ch_expr **bd, const ch_expr **A)
+{
+    kane_base kb = {0};
+    const ch_expr **piv = calloc(in->k + 1, sizeof *piv);
+    int rc = piv ? kane_base_init(ctx, in, v, kn, piv, bd, &kb) : -1;
+    if (rc) goto done;
+    gen g = kb.g;
+    size_t n = g.n, m = g.m, nb = kn->nb;
+    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
+    for (size_t b = 0; b < nb; b++) kane_p(ctx, &g, X, kn->a + b * n, t, P + b * m);
+    for (size_t r = 0; r < m; r++) {
+        /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b
+         * in a sum of its own behind the terms taken so far */
+        size_t nt = 0;
+        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
+        for (size_t b = 0; b < nb; b++) {
+            size_t n0 = nt;
+            if (P[b * m + r]) t[nt++] = ch_diff_t(ctx, P[b * m + r]);
+            bt_push(ctx, &g, X, r, kn->g + b * n, -1, t, &nt);
+            const ch_expr *inner = nt > n0 ? nonzero(ch_add_n(ctx, nt - n0, t + n0)) : NULL;
+            nt = n0;
+            if (inner) t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, kn->E[b], inner));
+        }
+        yt[r] = ch_add_n(ctx, nt, t);
+    }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t r = 0; r < m; r++)
+        if (!yt[r]) rc = -1;
+    /* eta = A^-1 y: y* = A v, as the constraints and the E_b are
+     * homogeneous in the velocities; A = sum_b mu_b P_b P_b^T as in
+     * ch_reduced_kane */
+    if (rc == 0) kane_a(ctx, m, kn, P, t, A);
+    if (rc || ch_mat_solve(ctx, m, A, 1, y, eta)) {
+        ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
+        eta[0] = NULL;
+    }
+done:
+    kane_base_free(&kb);
+    free(piv);
+    return rc;
+}
+
+int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
+                    const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
+{
+    kane_base kb = {0};
+    /* per term: a . w + V(E) */
+    const ch_expr **acc = calloc(kn->nb + 1, sizeof *acc);
+    int rc = acc ? kane_base_init(ctx, in, v, kn, out + in->m * in->m + in->m, bd, &kb) : -1;
+    if (rc) goto done;
+    gen g = kb.g;
+    size_t n = g.n, k = g.k, m = g.m, nb = kn->nb;
+    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
+    for (size_t b = 0; b < nb; b++) {
+        const ch_expr *const *a = kn->a + b * n;
+        kane_p(ctx, &g, X, a, t, P + b * m);
+        size_t nt = 0;
+        if (!ch_is_zero(kn->acc[b])) t[nt++] = kn->acc[b];
+        x_dot(ctx, &g, X, m, a, 1, t, &nt);
+        acc[b] = nonzero(ch_add_n(ctx, nt, t));
+    }
+    kane_a(ctx, m, kn, P, t, out);
+    /* f = B^T F - sum_b mu_b (P_b (V(E_b) + a_b . w) + E_b B^T g_b) */
+    for (size_t r = 0; r < m; r++) {
+        size_t nt = 0;
+        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
+        for (size_t b = 0; b < nb; b++) {
+            size_t n0 = nt; /* B^T g_b, into a sum of its own */
+            bt_push(ctx, &g, X, r, kn->g + b * n, 1, t, &nt);
+            const ch_expr *bg = nt > n0 ? ch_add_n(ctx, nt - n0, t + n0) : NULL;
+            nt = n0;
+            const ch_expr *pa = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
+            const ch_expr *eg = bg && !ch_is_zero(bg) ? ch_mul(ctx, kn->E[b], bg) : NULL;
+            const ch_expr *both = pa && eg ? ch_add(ctx, pa, eg) : pa ? pa : eg;
+            if (both) t[nt++] = ch_neg(ctx, ch_mul(ctx, kn->mu[b], both));
+        }
+        out[m * m + r] = ch_add_n(ctx, nt, t);
+    }
+    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
+    for (size_t i = 0; i < m * m + m + k; i++)
+        if (!out[i]) rc = -1;
+done:
+    kane_base_free(&kb);
+    free(acc);
+    return rc;
+}
