@@ -47,10 +47,12 @@ static double once(const char *path, int upto, FILE *json, size_t *nodes)
     double t0 = cpu_ms();
     ch_ctx *ctx = ch_ctx_new();
     ch_model *m = NULL;
+    ch_mechanics *mech = NULL;
     ch_derivation *d = NULL;
     ch_error err;
     ch_error_clear(&err);
-    int bad = !ctx || ch_model_load(ctx, path, &m, &err) || ch_derive(ctx, m, &d, &err) ||
+    int bad = !ctx || ch_model_load(ctx, path, &m, &err) ||
+              ch_mechanics_derive(ctx, m, &mech, &err) || ch_derivation_of(mech, &d, &err) ||
               (upto >= TIDY && ch_derivation_prepare(d, CH_FORMAT_JSON, 0, NULL)) ||
               (upto == JSON && ch_derivation_fwrite(json, d, CH_FORMAT_JSON, 0, NULL, &err));
     if (bad) fprintf(stderr, "derive_time: %s: %s\n", path, err.code ? err.msg : "failed");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layer rule of docs/DESIGN.md over the include graph of gen/ and runtime/.
+"""The layer rule of README.md "Architecture" over the include graph of gen/ and runtime/.
 
 gen/ has one folder per layer, lowest first: core, lang, mech, then doc and
 codegen side by side, then jit, then app. A file includes headers of its own

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "doc/derive.h"
+#include "app/report.h"
 #include "core/diff.h"
 #include "mech/audit.h"
 #include "lang/model.h"
@@ -18,7 +18,7 @@
 typedef struct {
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_audit a;
     ch_error err;
 } sys;
@@ -38,7 +38,7 @@ static int build(sys *s, const char *file, const char *text)
         rc = ch_model_load(s->ctx, path, &s->m, &s->err);
     }
     if (rc) return rc;
-    if ((rc = ch_derive(s->ctx, s->m, &s->d, &s->err))) return rc;
+    if ((rc = ch_mechanics_derive(s->ctx, s->m, &s->d, &s->err))) return rc;
     return ch_audit_run(s->ctx, s->d, NULL, &s->a, &s->err);
 }
 

@@ -140,11 +140,13 @@ static void test_node_limit(void)
     snprintf(path, sizeof path, "%s/examples/double_pendulum.nh", SRCDIR);
     ch_ctx *ctx = ch_ctx_new();
     ch_model *m = NULL;
+    ch_mechanics *mech = NULL;
     ch_derivation *d = NULL;
     ch_error err;
     ch_error_clear(&err);
     int rc = ch_model_load(ctx, path, &m, &err);
-    if (rc == 0) rc = ch_derive(ctx, m, &d, &err);
+    if (rc == 0) rc = ch_mechanics_derive(ctx, m, &mech, &err);
+    if (rc == 0) rc = ch_derivation_of(mech, &d, &err);
     CHECK_MSG(rc == 0, "%s", err.msg);
     if (rc == 0) {
         ch_ctx_set_node_limit(ctx, ch_ctx_nnodes(ctx) + 2);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "jit/compile.h"
 #include "codegen/cse.h"
 #include "codegen/emit_c.h"
@@ -49,7 +49,7 @@ typedef struct {
 
 /* Emits every form of a model held in text (or file path). */
 static int emit_model(const char *path, const char *text, emitted *out,
-                      ch_derivation **dout, ch_ctx **cout)
+                      ch_mechanics **dout, ch_ctx **cout)
 {
     ch_ctx *ctx = ch_ctx_new();
     ch_model *m;
@@ -62,8 +62,8 @@ static int emit_model(const char *path, const char *text, emitted *out,
         ch_ctx_free(ctx);
         return -1;
     }
-    ch_derivation *d;
-    rc = ch_derive(ctx, m, &d, &err);
+    ch_mechanics *d;
+    rc = ch_mechanics_derive(ctx, m, &d, &err);
     CHECK_MSG(rc == 0, "%s: %s", path, err.msg);
     if (rc) {
         ch_ctx_free(ctx);
@@ -98,7 +98,7 @@ static void emitted_free(emitted *e)
 }
 
 /* The harness: prints "CMP label got want" lines for the test to check. */
-static void harness(ch_buf *b, const ch_derivation *d, const char *name, const emitted *e)
+static void harness(ch_buf *b, const ch_mechanics *d, const char *name, const emitted *e)
 {
     size_t n = d->lag.n, k = d->lag.k;
     ch_buf_put(b, "#include <stdio.h>\n");
@@ -184,7 +184,7 @@ static void check_harness_output(const char *model, const char *path)
  * state), so that kn_facc's null-space solve and la_lambda are checked
  * where the constraints do not hold: the file is included, its static
  * kernels called. Prints CMP lines for check_harness_output. */
-static void kkt_harness(ch_buf *b, const ch_derivation *d, const char *name)
+static void kkt_harness(ch_buf *b, const ch_mechanics *d, const char *name)
 {
     size_t n = d->lag.n, k = d->lag.k, nv = n * n + k * n + n + k;
     ch_buf_printf(b, "#include <stdio.h>\n#include \"%s_full.c\"\n#define F(s) %s_full_##s\n",
@@ -230,7 +230,7 @@ static void run_including_harness(const char *dir, const char *stem, const char 
 static void check_model(const char *path, const char *text, const char *name)
 {
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(path, text, &e, &d, &ctx)) return;
     char dir[512], file[256];
@@ -277,7 +277,7 @@ static void check_model(const char *path, const char *text, const char *name)
     }
     /* Determinism: a fresh context gives byte-identical files. */
     emitted e2;
-    ch_derivation *d2;
+    ch_mechanics *d2;
     ch_ctx *ctx2;
     if (emit_model(path, text, &e2, &d2, &ctx2) == 0) {
         for (int f = 0; f < 3; f++)
@@ -337,7 +337,7 @@ static void test_injection(void)
         "initial main=0.1 x0=0.2 x0'=0.5 zeta9'=1\n";
     check_model("inj.nh", text, "inj");
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model("inj.nh", text, &e, &d, &ctx)) return;
     /* Outside string literals and comments, no model-only name appears. */
@@ -416,7 +416,7 @@ static void integ_model(const char *path, const char *text, const char *name,
 {
     check_model(path, text, name); /* gcc -pedantic -Werror, tcc, harness */
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(path, text, &e, &d, &ctx)) return;
     double first[3] = {0, 0, 0};
@@ -506,7 +506,7 @@ static void numeric_model(const char *name, const char *text, const char *how)
     snprintf(path, sizeof path, "%s.nh", name);
     check_model(path, text, name);
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(path, text, &e, &d, &ctx)) return;
     CHECK_MSG(!d->ham.exists && e.ok[CH_FORM_HAMILTON], "%s: hamilton form", name);
@@ -524,7 +524,7 @@ static void test_hamilton_numeric(void)
     numeric_model("impl", implicit_text, "damped Newton");
     /* Where H* is symbolic the emitted code keeps using it. */
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(SRCDIR "/examples/knife_edge.nh", NULL, &e, &d, &ctx) == 0) {
         CHECK(d->ham.exists && has_hamilton_note(&e, "inverted symbolically"));
@@ -552,11 +552,11 @@ static void test_hamilton_newton_failure(void)
         "model bounded\ncoordinates x\nlagrangian sqrt(1 + x'^2)\ninitial x'=0\n";
     ch_ctx *ctx = ch_ctx_new();
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_error err;
     ch_error_clear(&err);
     if (ch_model_parse(ctx, "bounded.nh", text, strlen(text), &m, &err) ||
-        ch_derive(ctx, m, &d, &err)) {
+        ch_mechanics_derive(ctx, m, &d, &err)) {
         CHECK_MSG(0, "bounded: %s", err.msg);
         ch_ctx_free(ctx);
         return;
@@ -660,7 +660,7 @@ static void acc_model(const char *name, const char *path, const char *text,
 {
     check_model(path, text, name); /* gcc, tcc, harness: reduced vs full accelerations */
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(path, text, &e, &d, &ctx)) return;
     check_acc_choice(name, e.c[CH_FORM_REDUCED].s, solve);
@@ -708,7 +708,7 @@ static void test_symbolic_not_built(void)
         if (!text) return;
         snprintf(name, sizeof name, "trailer%d", sizes[i]);
         emitted e;
-        ch_derivation *d;
+        ch_mechanics *d;
         ch_ctx *ctx;
         if (emit_model("trailer.nh", text, &e, &d, &ctx) == 0) {
             const char *c = e.c[CH_FORM_REDUCED].s;
@@ -757,13 +757,13 @@ static const char kaneg_text[] =
 
 /* Parses and derives text in a fresh *ctx; 0, or nonzero (checked). */
 static int derive_text(const char *name, const char *text, ch_ctx **ctx, ch_model **m,
-                       ch_derivation **d)
+                       ch_mechanics **d)
 {
     ch_error err;
     ch_error_clear(&err);
     *ctx = ch_ctx_new();
     int rc = ch_model_parse(*ctx, name, text, strlen(text), m, &err);
-    if (rc == 0) rc = ch_derive(*ctx, *m, d, &err);
+    if (rc == 0) rc = ch_mechanics_derive(*ctx, *m, d, &err);
     CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
     return rc;
 }
@@ -772,7 +772,7 @@ static void kane_agrees(const char *name, const char *text, int want)
 {
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     int rc = derive_text(name, text, &ctx, &m, &d);
     ch_kane kn;
     int split = rc ? -2 : ch_kane_split(ctx, m, d->lag.Q, &kn);
@@ -828,7 +828,7 @@ static void hamilton_kane_agrees(const char *name, const char *text)
 {
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     int rc = derive_text(name, text, &ctx, &m, &d);
     ch_kane kn;
     if (rc || ch_kane_split(ctx, m, d->lag.Q, &kn) != 0 || !d->ham.exists || !d->ham.qt_dep) {
@@ -894,7 +894,7 @@ static void test_hamilton_fused(void)
     if (!text) return;
     check_model("trailer10.nh", text, "trailer10");
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model("trailer10.nh", text, &e, &d, &ctx) == 0) {
         const char *c = e.c[CH_FORM_HAMILTON].s;
@@ -922,7 +922,7 @@ static void kane_large(int n)
     ch_buf_put(&t, "\n");
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     if (derive_text("large", t.s, &ctx, &m, &d) == 0) {
         ch_kane kn;
         int split = ch_kane_split(ctx, m, d->lag.Q, &kn);
@@ -1084,7 +1084,7 @@ static void test_cse(void)
 static void test_prefix(void)
 {
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(SRCDIR "/examples/knife_edge.nh", NULL, &e, &d, &ctx)) return;
     static const char *const bad[] = {"", "1abc", "a-b", "a b", "x\"y",
@@ -1137,7 +1137,7 @@ static char *function_text(const char *code, const char *head)
 static void test_fused_rhs(void)
 {
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(SRCDIR "/examples/knife_edge.nh", NULL, &e, &d, &ctx)) return;
     const char *c = e.c[CH_FORM_REDUCED].s;
@@ -1171,7 +1171,7 @@ static void test_fused_rhs(void)
 static void test_full_fallback(void)
 {
     emitted e;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_ctx *ctx;
     char path[300];
     snprintf(path, sizeof path, "%s/examples/knife_edge.nh", SRCDIR);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "jit/loop.h"
 
 #ifndef SRCDIR
@@ -19,15 +19,15 @@
 static const double pi = 3.14159265358979323846;
 
 /* Loads and derives; NULL (with a failed check) when that fails. */
-static ch_derivation *derive(ch_ctx *ctx, const char *path, const char *text)
+static ch_mechanics *derive(ch_ctx *ctx, const char *path, const char *text)
 {
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     ch_error err;
     ch_error_clear(&err);
     int rc = text ? ch_model_parse(ctx, path, text, strlen(text), &m, &err)
                   : ch_model_load(ctx, path, &m, &err);
-    if (!rc) rc = ch_derive(ctx, m, &d, &err);
+    if (!rc) rc = ch_mechanics_derive(ctx, m, &d, &err);
     CHECK_MSG(rc == 0, "%s: %s", path, err.msg);
     return rc ? NULL : d;
 }
@@ -39,7 +39,7 @@ static int loop_example(const char *stem, size_t N, const ch_loop_options *o,
     char path[512];
     snprintf(path, sizeof path, "%s/examples/%s.nh", SRCDIR, stem);
     ch_ctx *ctx = ch_ctx_new();
-    ch_derivation *d = derive(ctx, path, NULL);
+    ch_mechanics *d = derive(ctx, path, NULL);
     ch_error_clear(err);
     int rc = d ? ch_loop_run(ctx, d, N, o, res, err) : -1;
     ch_ctx_free(ctx);
@@ -124,7 +124,7 @@ static void test_refusals(void)
         "model speed\ncoordinates x y\nlagrangian (x'^2 + y'^2)/2\n"
         "constraint x'^2 + y'^2 = 1\ndependent y'\ninitial x'=0.6 y'=0.8\n";
     ch_ctx *ctx = ch_ctx_new();
-    ch_derivation *d = derive(ctx, "speed.nh", text);
+    ch_mechanics *d = derive(ctx, "speed.nh", text);
     ch_loop_result res;
     ch_error err;
     if (d) {
@@ -161,7 +161,7 @@ static void test_numeric_failure(void)
     static const char text[] =
         "model blow\ncoordinates x\nlagrangian x'^2/2 + x^4*1e300\ninitial x=1e3\n";
     ch_ctx *ctx = ch_ctx_new();
-    ch_derivation *d = derive(ctx, "blow.nh", text);
+    ch_mechanics *d = derive(ctx, "blow.nh", text);
     if (d) {
         ch_loop_result res;
         ch_error err;

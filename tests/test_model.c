@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "core/diff.h"
 #include "lang/model.h"
 #include "check.h"
@@ -519,8 +519,8 @@ static void check_error_file(const char *dir, const char *name)
     ch_model *m = NULL;
     ch_error err;
     int rc = ch_model_load(ctx, path, &m, &err);
-    ch_derivation *d = NULL;
-    if (rc == 0) rc = ch_derive(ctx, m, &d, &err);
+    ch_mechanics *d = NULL;
+    if (rc == 0) rc = ch_mechanics_derive(ctx, m, &d, &err);
     char buf[700];
     ch_error_format(&err, buf, sizeof buf);
     CHECK_MSG(rc != 0 && strstr(buf, first + strlen(tag)),

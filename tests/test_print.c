@@ -14,6 +14,7 @@
 #include <mpfr.h>
 
 #include "check.h"
+#include "core/eval.h"
 #include "doc/print.h"
 
 /* ---- fixture ------------------------------------------------------------ */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "core/diff.h"
 #include "core/eval.h"
 #include "core/matrix.h"
@@ -26,7 +26,7 @@ static int on_manifold_zero(ch_ctx *ctx, const ch_manifold *mf, const ch_expr *e
 }
 
 /* Column r of D = [I; dalpha/dq'] at coordinate i (THEORY §4). */
-static const ch_expr *D_entry(ch_ctx *ctx, const ch_derivation *d, size_t i,
+static const ch_expr *D_entry(ch_ctx *ctx, const ch_mechanics *d, size_t i,
                               size_t ri)
 {
     const ch_manifold *mf = &d->mf;
@@ -38,7 +38,7 @@ static const ch_expr *D_entry(ch_ctx *ctx, const ch_derivation *d, size_t i,
 }
 
 /* (D^T M D)_rs on motions. */
-static const ch_expr *dtmd_entry(ch_ctx *ctx, const ch_derivation *d,
+static const ch_expr *dtmd_entry(ch_ctx *ctx, const ch_mechanics *d,
                                  size_t ri, size_t si)
 {
     size_t n = d->mf.n;
@@ -55,7 +55,7 @@ static const ch_expr *dtmd_entry(ch_ctx *ctx, const ch_derivation *d,
     return sum;
 }
 
-static void check_identities(const char *name, ch_ctx *ctx, ch_derivation *d)
+static void check_identities(const char *name, ch_ctx *ctx, ch_mechanics *d)
 {
     const ch_model *m = d->model;
     ch_reduced *r = &d->red;
@@ -100,10 +100,10 @@ static void check_identities(const char *name, ch_ctx *ctx, ch_derivation *d)
     free(terms);
 }
 
-static ch_derivation *load(ch_ctx *ctx, const char *name, const char *text)
+static ch_mechanics *load(ch_ctx *ctx, const char *name, const char *text)
 {
     ch_model *m = NULL;
-    ch_derivation *d = NULL;
+    ch_mechanics *d = NULL;
     ch_error err;
     ch_error_clear(&err);
     int rc;
@@ -114,7 +114,7 @@ static ch_derivation *load(ch_ctx *ctx, const char *name, const char *text)
         snprintf(path, sizeof path, "%s/examples/%s", SRCDIR, name);
         rc = ch_model_load(ctx, path, &m, &err);
     }
-    if (!rc) rc = ch_derive(ctx, m, &d, &err);
+    if (!rc) rc = ch_mechanics_derive(ctx, m, &d, &err);
     CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
     return rc ? NULL : d;
 }
@@ -125,7 +125,7 @@ static void test_examples(void)
                                   "vertical_disk.nh", "pendulum_xy.nh"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ch_ctx *ctx = ch_ctx_new();
-        ch_derivation *d = load(ctx, names[i], NULL);
+        ch_mechanics *d = load(ctx, names[i], NULL);
         if (d) {
             CHECK(d->red.explicit_alpha);
             check_identities(names[i], ctx, d);
@@ -166,7 +166,7 @@ static void test_inline(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ch_ctx *ctx = ch_ctx_new();
-        ch_derivation *d = load(ctx, cases[i].name, cases[i].text);
+        ch_mechanics *d = load(ctx, cases[i].name, cases[i].text);
         if (d) {
             CHECK_MSG(d->red.explicit_alpha == cases[i].explicit_alpha, "%s", cases[i].name);
             check_identities(cases[i].name, ctx, d);

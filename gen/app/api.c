@@ -15,7 +15,7 @@
 #include "jit/chart.h"
 #include "jit/compile.h"
 #include "jit/cvode.h"
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "codegen/emit_c.h"
 #include "lang/model.h"
 #include "runtime/simulate.h"
@@ -31,7 +31,7 @@ _Static_assert(CH_E_MODEL == (int)CH_ERR_MODEL && CH_E_USAGE == (int)CH_ERR_USAG
 struct ch_problem {
     ch_ctx *ctx;
     ch_model *model;
-    ch_derivation *der;
+    ch_mechanics *der;
     char *file; /* the model keeps a pointer to it */
     char *text; /* the model's source, for the systems' re-charting */
     size_t len;
@@ -144,7 +144,7 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
         rc = ch_model_read(pb->file, &pb->text, &pb->len, &e);
     }
     if (!rc) rc = ch_model_parse(pb->ctx, pb->file, pb->text, pb->len, &pb->model, &e);
-    if (!rc) rc = ch_derive(pb->ctx, pb->model, &pb->der, &e);
+    if (!rc) rc = ch_mechanics_derive(pb->ctx, pb->model, &pb->der, &e);
     if (rc) {
         export_error(err, &e);
         ch_problem_free(pb);
@@ -503,10 +503,10 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
         ch_error e;
         ch_error_clear(&e);
         ch_model *m = NULL;
-        ch_derivation *d = NULL;
+        ch_mechanics *d = NULL;
         int rc = (s->rctx = ch_ctx_new()) ? 0 : ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
         if (!rc) rc = ch_model_parse(s->rctx, s->file, s->text, s->len, &m, &e);
-        if (!rc) rc = ch_derive(s->rctx, m, &d, &e);
+        if (!rc) rc = ch_mechanics_derive(s->rctx, m, &d, &e);
         if (!rc && !(s->charts = ch_charts_new(s->rctx, d, s->form, s->cc, &s->c->sys,
                                                  s->chart_min)))
             rc = ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");

@@ -26,7 +26,7 @@
 #include "lang/model.h"
 #include "doc/plot.h"
 #include "app/repl.h"
-#include "mech/audit.h"
+#include "app/report.h"
 
 
 /* EXIT_OUTPUT: an output (stdout, a file of -o) that cannot be written
@@ -238,14 +238,14 @@ static int opt_value(int argc, char **argv, int *i, const char *opt,
 /* Loads and derives MODEL under a node budget (0: none); on failure
  * reports and returns the exit code. */
 static int load_derive(ch_ctx *ctx, const char *path, size_t max_nodes,
-                       ch_model **m, ch_derivation **d)
+                       ch_model **m, ch_mechanics **d)
 {
     ch_error err;
     ch_error_clear(&err);
     ch_ctx_set_node_limit(ctx, max_nodes);
     char st[128];
     if (ch_model_load(ctx, path, m, &err)) return report(&err);
-    if (ch_derive(ctx, *m, d, &err)) {
+    if (ch_mechanics_derive(ctx, *m, d, &err)) {
         if (err.code == CH_ERR_LIMIT
             && ch_model_statement_at(*m, err.line, err.col, st, sizeof st))
             ch_str_append(err.msg, sizeof err.msg, " (deriving from the "
@@ -295,9 +295,12 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
     ch_error err;
     ch_error_clear(&err);
     ch_model *m = NULL;
+    ch_mechanics *mech = NULL;
     ch_derivation *d = NULL;
-    int rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc && ch_derivation_prepare(d, fmt, nonly, only)) {
+    int rc = load_derive(ctx, path, max_nodes, &m, &mech);
+    if (!rc && ch_derivation_of(mech, &d, &err)) {
+        rc = report(&err);
+    } else if (!rc && ch_derivation_prepare(d, fmt, nonly, only)) {
         ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
         rc = report(&err);
     } else if (!rc && ch_derivation_fwrite(stdout, d, fmt, nonly, only, &err)) {
@@ -460,7 +463,7 @@ static int make_dirs(const char *dir)
 
 /* Emits one form into fs; returns an exit code, or -1 when the form does
  * not exist for the model and skip_missing is set. */
-static int emit_form(ch_ctx *ctx, const ch_derivation *d, ch_form f,
+static int emit_form(ch_ctx *ctx, const ch_mechanics *d, ch_form f,
                      const char *prefix, out_files *fs, int skip_missing,
                      ch_emit_cache *cache)
 {
@@ -552,7 +555,7 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
         return EXIT_MODEL;
     }
     ch_model *m = NULL;
-    ch_derivation *d = NULL;
+    ch_mechanics *d = NULL;
     int rc = load_derive(ctx, path, max_nodes, &m, &d), written = 0;
     out_files fs = {NULL, 0, 0};
     /* the forms share kernels: each built once */
@@ -667,7 +670,7 @@ static int run_and_plot(const chrt_system *s, const chrt_main_hooks *run, int ar
  * a reduced or hamilton form with constraints re-charts (chart.h) unless
  * rechart is 0, with chart_min as --chart-min gave it. The loop's notes
  * of the switches go to stderr (chrt_main_sink). */
-static int run_compiled(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+static int run_compiled(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                         ch_compiler cc, int rechart, double chart_min, int argc,
                         char **argv, run_plot *pl)
 {
@@ -771,7 +774,7 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
         return EXIT_MODEL;
     }
     ch_model *m = NULL;
-    ch_derivation *d = NULL;
+    ch_mechanics *d = NULL;
     rc = load_derive(ctx, path, max_nodes, &m, &d);
     if (!rc)
         rc = run_compiled(ctx, d, (ch_form)f, cc, rechart, args.opt.chart_min, nrest, rest,
@@ -824,7 +827,7 @@ static void loop_curve(const ch_loop_result *lr, const double *st, size_t qi,
  * start curve (the same circle for every r, drawn once, dashed): the
  * transport moves the loop far compared with its size, and what matters
  * is its shape and enclosed area (pi radius^2 each at t = 0). */
-static int plot_loop(const char *file, const ch_derivation *d,
+static int plot_loop(const char *file, const ch_mechanics *d,
                      const ch_loop_result *lr)
 {
     size_t N = lr->points, m = lr->nx - lr->nq;
@@ -909,7 +912,7 @@ static int check_model(const char *path, int json, long loop_n,
         return EXIT_MODEL;
     }
     ch_model *m = NULL;
-    ch_derivation *d = NULL;
+    ch_mechanics *d = NULL;
     ch_audit a;
     ch_loop_result loop = {0};
     ch_loop_options lo;

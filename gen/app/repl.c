@@ -27,7 +27,7 @@
 #include "core/eval.h"
 #include "lang/model.h"
 #include "doc/plot.h"
-#include "mech/audit.h"
+#include "app/report.h"
 #include "runtime/simulate.h"
 
 enum {
@@ -48,7 +48,8 @@ typedef struct {
     char *path;
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
+    ch_derivation *doc;   /* the document of d, made at the first `show` */
     ch_compiled *comp[3]; /* by ch_form; NULL until first needed */
     long compiles, runs;
     ch_form form;
@@ -137,14 +138,14 @@ static const char *num(char *buf, size_t size, double v)
 
 /* Loads and derives path into a new context; the old one is untouched. */
 static int load(repl *r, const char *path, ch_ctx **ctx, ch_model **m,
-                ch_derivation **d)
+                ch_mechanics **d)
 {
     ch_error e;
     ch_error_clear(&e);
     *ctx = ch_ctx_new();
     if (!*ctx) return complain(r, "out of memory");
     ch_ctx_set_node_limit(*ctx, r->o->max_nodes);
-    if (ch_model_load(*ctx, path, m, &e) || ch_derive(*ctx, *m, d, &e)) {
+    if (ch_model_load(*ctx, path, m, &e) || ch_mechanics_derive(*ctx, *m, d, &e)) {
         report(r, &e);
         ch_ctx_free(*ctx);
         *ctx = NULL;
@@ -549,21 +550,22 @@ static int cmd_tol(repl *r, int argc, char **argv)
 
 static int cmd_show(repl *r, int argc, char **argv)
 {
+    ch_error e;
+    ch_error_clear(&e);
+    if (!r->doc && ch_derivation_of(r->d, &r->doc, &e)) return report(r, &e);
     if (argc == 0) {
         say(r, "keys:");
-        for (size_t i = 0; i < r->d->n; i++)
-            if (!r->d->entry[i].display_only) say(r, " %s", r->d->entry[i].key);
+        for (size_t i = 0; i < r->doc->n; i++)
+            if (!r->doc->entry[i].display_only) say(r, " %s", r->doc->entry[i].key);
         say(r, "\n");
         return 0;
     }
     ch_buf b;
     ch_buf_init(&b);
-    ch_error e;
-    ch_error_clear(&e);
-    int rc = ch_derivation_prepare(r->d, CH_FORMAT_TEXT, (size_t)argc,
+    int rc = ch_derivation_prepare(r->doc, CH_FORMAT_TEXT, (size_t)argc,
                                    (const char *const *)argv)
                  ? complain(r, "out of memory")
-           : ch_derivation_write(&b, r->d, CH_FORMAT_TEXT, (size_t)argc,
+           : ch_derivation_write(&b, r->doc, CH_FORMAT_TEXT, (size_t)argc,
                                  (const char *const *)argv, &e) ? report(r, &e) : 0;
     if (!rc && b.oom) rc = complain(r, "out of memory");
     if (!rc) {
@@ -666,14 +668,14 @@ static int cmd_reload(repl *r, int argc, char **argv)
     if (argc) return complain(r, "usage: reload");
     ch_ctx *ctx;
     ch_model *m;
-    ch_derivation *d;
+    ch_mechanics *d;
     if (load(r, r->path, &ctx, &m, &d)) {
         say(r, "reload failed: keeping the previous model\n");
         return -1;
     }
     drop_compiled(r);
     ch_ctx_free(r->ctx);
-    r->ctx = ctx, r->m = m, r->d = d;
+    r->ctx = ctx, r->m = m, r->d = d, r->doc = NULL;
     ch_table_free(&r->traj);
     for (size_t i = r->nset; i-- > 0;)
         if (!valid_setting(m, r->set[i].name)) {

@@ -39,6 +39,7 @@
  * deterministic. Statements are printed depth first from the outputs
  * (print_order) and the operations are counted on what is printed. */
 #include "codegen/cse.h"
+#include "core/eval.h"
 #include "core/mem.h"
 
 #include <math.h>

@@ -16,12 +16,12 @@
  * rounding): common factors are pulled out of sums (greedy multivariate
  * factoring, a*x + a*y -> a*(x + y)), sub-products and partial sums that
  * several products or sums share are computed once (see cse.c).
- * Symbols reach the text only through the caller's namer (print.h). */
+ * Symbols reach the text only through the caller's namer (ch_c_namer, expr.h). */
 #ifndef CH_CSE_H
 #define CH_CSE_H
 
 #include "core/buf.h"
-#include "doc/print.h"
+#include "core/expr.h"
 
 typedef struct {
     double add, mul, div, call; /* additions/subtractions, products, divisions, calls */

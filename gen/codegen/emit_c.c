@@ -57,7 +57,7 @@ typedef struct {
 
 typedef struct {
     ch_ctx *ctx;
-    const ch_derivation *d;
+    const ch_mechanics *d;
     const ch_model *m;
     ch_form form;
     const char *P;            /* validated prefix */
@@ -1850,7 +1850,7 @@ void ch_emit_cache_free(ch_emit_cache *c)
  * velocities and G_d is triangular, else NULL. */
 static const ham_kane_exprs *ham_kane(emitter *e, const ch_kane *kn)
 {
-    const ch_derivation *d = e->d;
+    const ch_mechanics *d = e->d;
     size_t n = e->n, k = e->k, m = e->mi, nv = n * n + k * n + n + k;
     if (!d->ham.exists || k == 0 || !alpha_linear(e)) return NULL;
     ham_kane_exprs *h = ch_ctx_alloc(e->ctx, sizeof *h);
@@ -2752,20 +2752,20 @@ static void put_banner(emitter *e, ch_buf *b, const char *file_ext)
     ch_buf_put(b, "\n */\n");
 }
 
-int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source, ch_error *err)
 {
     return ch_emit_c_cached(ctx, d, form, prefix, NULL, header, source, err);
 }
 
-int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c_cached(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
     return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, header, source, err);
 }
 
-int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
                     ch_buf *header, ch_buf *source, ch_error *err)
 {

@@ -87,7 +87,7 @@
 
 #include "core/buf.h"
 #include "codegen/cse.h"
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 
 typedef enum { CH_FORM_FULL, CH_FORM_REDUCED, CH_FORM_HAMILTON } ch_form;
 
@@ -100,7 +100,7 @@ const char *ch_form_name(ch_form f);
  * map that is not identically degenerate; reduced and hamilton need k >= 1
  * or are the plain Lagrangian forms for k = 0); otherwise CH_ERR_MODEL
  * with the reason. */
-int ch_emit_c(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
               const char *prefix, ch_buf *header, ch_buf *source,
               ch_error *err);
 
@@ -118,7 +118,7 @@ void ch_emit_cache_free(ch_emit_cache *c);
  * calls (a caller emitting several forms of one model passes one cache to
  * each call and frees it after; NULL: none kept). The output is the same
  * as ch_emit_c's. */
-int ch_emit_c_cached(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c_cached(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err);
 
@@ -134,7 +134,7 @@ typedef struct {
 
 /* ch_emit_c_cached with the hamilton form's y_NAME output columns from
  * cols (NULL: the form's own); other forms ignore cols. */
-int ch_emit_c_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
                     ch_buf *header, ch_buf *source, ch_error *err);
 

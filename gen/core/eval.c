@@ -584,3 +584,28 @@ void ch_eval_generic_point(const ch_ctx *ctx, uint64_t stream, int which,
             v[s] = 3.14159265358979323846;
     }
 }
+
+double ch_fmpq_to_double(const fmpq_t q)
+{
+    if (fmpq_is_zero(q)) return 0.0;
+    arf_t t;
+    arf_init(t);
+    int inexact = arf_set_fmpq(t, q, 128, ARF_RND_DOWN);
+    if (inexact) {
+        /* The exact value lies strictly between t and the next 128-bit
+         * number away from zero. Adding a bit below t's last place puts t
+         * on the same side of every double and every midpoint between
+         * doubles (those sit on the 128-bit grid), so the one rounding
+         * below is correct: no double rounding. */
+        fmpz_t e, s;
+        fmpz_init(e);
+        fmpz_init_set_si(s, fmpq_sgn(q));
+        fmpz_sub_ui(e, ARF_EXPREF(t), 130);
+        arf_add_fmpz_2exp(t, t, s, e, ARF_PREC_EXACT, ARF_RND_DOWN);
+        fmpz_clear(e);
+        fmpz_clear(s);
+    }
+    double d = arf_get_d(t, ARF_RND_NEAR);
+    arf_clear(t);
+    return d;
+}

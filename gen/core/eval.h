@@ -64,4 +64,7 @@ ch_zero_result ch_zero_test_on(ch_ctx *ctx, const ch_expr *symbolic,
                                const ch_expr *e, ch_sampler sampler,
                                void *data, int points);
 
+/* A correctly rounded double for an exact rational (round to nearest). */
+double ch_fmpq_to_double(const fmpq_t q);
+
 #endif

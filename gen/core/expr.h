@@ -83,6 +83,11 @@ struct ch_sym {
     const ch_expr *dot;
 };
 
+/* A symbol's name in some output language: namer(data, s) returns the text
+ * written for s, or NULL (the printer's own name, or, in C, "may not
+ * appear"). Printers of doc/ and codegen/ take one. */
+typedef const char *(*ch_c_namer)(void *data, const ch_sym *s);
+
 /* A term of a sum or a factor of a product. Its rational is the
  * context's one copy of that value (coefficients are interned as nodes
  * are): a pair is 16 bytes, not the 24 of an fmpq_t inline, and the

@@ -203,9 +203,9 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
     if (!which) return 0;
     if (!*state) {
         size_t n = d->model->n;
-        const ch_expr **M = tidy_all(td, n * n, d->lag.M);
+        const ch_expr **M = tidy_all(td, n * n, d->mech->lag.M);
         if (!M) return -1;
-        int rc = ch_collect_quadratic(d->ctx, d->model, &d->lag, M, tidy_once,
+        int rc = ch_collect_quadratic(d->ctx, d->model, &d->mech->lag, M, tidy_once,
                                       td, c);
         /* a display form does not fail the command: past the node limit
          * the tidy forms are shown */
@@ -222,64 +222,36 @@ static int use_collected(ch_derivation *d, tidier *td, const char *key,
     return 0;
 }
 
-/* The note of a display entry whose derivation failed: "not derived: "
- * and the context's error, which is cleared; NULL when out of memory. */
-static const char *not_derived(ch_ctx *ctx)
-{
-    char why[sizeof ch_ctx_error(ctx)->msg + 32];
-    snprintf(why, sizeof why, "not derived: %s", ch_ctx_error(ctx)->msg);
-    ch_ctx_clear_error(ctx);
-    return ch_ctx_strdup(ctx, why);
-}
-
-/* The deferred E-L terms derived now; past the node limit the entry is
- * null with the reason (the display does not fail the command). -1 when
- * out of memory. */
-static int euler_lagrange(ch_derivation *d, ch_entry *e)
-{
-    e->deferred = 0;
-    if (ch_lagrange_euler(d->ctx, d->model, &d->lag) == 0) {
-        e->e = d->lag.EL;
-        return 0;
-    }
-    if (ch_ctx_error(d->ctx)->code == CH_ERR_MEMORY) return -1;
-    e->kind = CH_ENTRY_NULL;
-    e->tidy = 0;
-    e->note = not_derived(d->ctx);
-    return e->note ? 0 : -1;
-}
-
-/* The deferred entry of the identity of 001 eq. 19: tested now. */
-static void test_identity(ch_derivation *d, ch_entry *e)
-{
-    ch_reduce_test_identity(d->ctx, &d->red);
-    const ch_zero_result *z = &d->red.E_identity_test;
-    e->verdict = z->verdict == CH_ZERO_YES ? 1 : z->verdict == CH_ZERO_NO ? 0 : -1;
-    e->note = z->symbolic
-                  ? "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
-                    "by the symbolic normal form"
-                  : "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
-                    "at random points on the constraint manifold (ball arithmetic)";
-    if (e->verdict != 1) e->note = "NOT verified: this is a bug, please report it";
-    e->deferred = 0;
-}
-
 static void set_vec(ch_entry *e, size_t rows, const ch_expr *const *v,
                     const char *const *labels);
 
-/* The deferred multipliers entry: lambda(t, q, q_t) derived now, for a
- * small system; the entry keeps its note otherwise, or says why the
- * derivation failed (a display quantity does not fail the command). */
-static void explicit_multipliers(ch_derivation *d, ch_entry *e)
+/* A deferred entry from the part of the mechanics it shows, derived by
+ * ch_mechanics_complete: a display quantity that could not be derived is
+ * null with the reason (it does not fail the command). */
+static void show_deferred(ch_derivation *d, ch_entry *e)
 {
-    const ch_expr **lam;
-    e->deferred = 0;
-    if (ch_chetaev_explicit_lambda(d->ctx, &d->mf, &lam)) {
-        const char *note = not_derived(d->ctx);
-        if (note) e->note = note;
-        return;
+    const ch_mechanics *mech = d->mech;
+    if (e->deferred == CH_MECH_EULER) {
+        e->e = mech->lag.EL;
+        if (mech->euler_failed) {
+            e->kind = CH_ENTRY_NULL;
+            e->tidy = 0;
+            e->note = mech->euler_failed;
+        }
+    } else if (e->deferred == CH_MECH_LAMBDA) {
+        e->note = mech->lambda_note;
+        if (mech->lambda) set_vec(e, d->model->k, mech->lambda, e->row_labels);
+    } else {
+        const ch_zero_result *z = &mech->red.E_identity_test;
+        e->verdict = z->verdict == CH_ZERO_YES ? 1 : z->verdict == CH_ZERO_NO ? 0 : -1;
+        e->note = z->symbolic
+                      ? "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
+                        "by the symbolic normal form"
+                      : "verified: E* - E|alpha - sum (alpha_bar - alpha) p* is 0 "
+                        "at random points on the constraint manifold (ball arithmetic)";
+        if (e->verdict != 1) e->note = "NOT verified: this is a bug, please report it";
     }
-    if (lam) set_vec(e, d->mf.k, lam, e->row_labels);
+    e->deferred = 0;
 }
 
 int ch_derivation_selected(const ch_derivation *d, size_t i, ch_format fmt,
@@ -302,16 +274,15 @@ int ch_derivation_prepare(ch_derivation *d, ch_format fmt, size_t nonly,
     ch_map_init(&td.memo);
     ch_collected coll;
     int coll_state = 0; /* 1: coll made, 2: L not quadratic */
-    int rc = 0;
+    unsigned parts = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (ch_derivation_selected(d, i, fmt, nonly, only))
+            parts |= d->entry[i].deferred;
+    int rc = ch_mechanics_complete(d->mech, parts);
     for (size_t i = 0; i < d->n && !rc; i++) {
         ch_entry *e = &d->entry[i];
         if (!ch_derivation_selected(d, i, fmt, nonly, only)) continue;
-        if (e->deferred && strcmp(e->key, "euler_lagrange") == 0) {
-            if ((rc = euler_lagrange(d, e))) break;
-        } else if (e->deferred && strcmp(e->key, "multipliers") == 0)
-            explicit_multipliers(d, e);
-        else if (e->deferred)
-            test_identity(d, e);
+        if (e->deferred) show_deferred(d, e);
         if (!e->tidy) continue;
         size_t count = e->kind == CH_ENTRY_MATRIX ? e->rows * e->cols : e->rows;
         const ch_expr **t = tidy_all(&td, count, e->e);
@@ -436,12 +407,12 @@ static void fill_model(ch_derivation *d, const char **qn, const char **qtn,
 
 static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
 {
-    const ch_lagrange *L = &d->lag;
+    const ch_lagrange *L = &d->mech->lag;
     size_t n = d->model->n, k = d->model->k;
     set_vec(entry(d, "momenta"), n, L->p, qn);
     set_mat(entry(d, "mass_matrix"), n, n, L->M, qn, qn);
     set_vec(entry(d, "euler_lagrange"), n, L->EL, qn);
-    entry(d, "euler_lagrange")->deferred = 1; /* E_i derived when shown */
+    entry(d, "euler_lagrange")->deferred = CH_MECH_EULER;
     set_vec(entry(d, "forces"), n, L->Q, qn);
     entry(d, "forces")->tidy = 0;
     set_expr(entry(d, "energy"), &L->energy);
@@ -460,7 +431,7 @@ static void fill_lagrange(ch_derivation *d, const char **qn, const char **cn)
 
 static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
 {
-    const ch_chetaev *c = &d->chet;
+    const ch_chetaev *c = &d->mech->chet;
     size_t n = d->model->n, k = d->model->k;
     set_expr(entry(d, "energy_balance"), &c->energy_balance);
     ch_entry *e = entry(d, "energy_conserved");
@@ -479,23 +450,23 @@ static void fill_chetaev(ch_derivation *d, const char **qn, const char **cn)
     e = entry(d, "multipliers");
     e->note = "shown for systems with at most 4 coordinates";
     e->row_labels = cn;
-    e->deferred = 1; /* display-only: derived when shown */
+    e->deferred = CH_MECH_LAMBDA;
 }
 
 static int fill_reduced(ch_derivation *d)
 {
     ch_ctx *ctx = d->ctx;
     const ch_model *m = d->model;
-    const ch_reduced *r = &d->red;
+    const ch_reduced *r = &d->mech->red;
     size_t k = r->k, mm = r->m;
-    const char **dq = pick_names(ctx, m, k, d->mf.dep, 0);
-    const char **dv = pick_names(ctx, m, k, d->mf.dep, 1);
-    const char **iq = pick_names(ctx, m, mm, d->mf.indep, 0);
-    const char **iv = pick_names(ctx, m, mm, d->mf.indep, 1);
+    const char **dq = pick_names(ctx, m, k, d->mech->mf.dep, 0);
+    const char **dv = pick_names(ctx, m, k, d->mech->mf.dep, 1);
+    const char **iq = pick_names(ctx, m, mm, d->mech->mf.indep, 0);
+    const char **iv = pick_names(ctx, m, mm, d->mech->mf.indep, 1);
     if (!dq || !dv || !iq || !iv) return -1;
     set_names(entry(d, "dependent"), k, dv);
     set_names(entry(d, "independent"), mm, iv);
-    if (d->mf.auto_chosen)
+    if (d->mech->mf.auto_chosen)
         entry(d, "dependent")->note = "chosen by chetaev (no `dependent` statement)";
     ch_entry *e = entry(d, "alpha");
     if (r->explicit_alpha) {
@@ -524,7 +495,7 @@ static int fill_reduced(ch_derivation *d)
     e->kind = CH_ENTRY_VERDICT;
     e->verdict = -1;
     e->note = "not tested";
-    e->deferred = 1;
+    e->deferred = CH_MECH_IDENTITY;
     set_mat(entry(d, "B"), k, mm, r->B, dq, iq);
     set_mat(entry(d, "reduced_mass_matrix"), mm, mm,
             r->M_star, iq, iq);
@@ -535,10 +506,10 @@ static int fill_reduced(ch_derivation *d)
 static int fill_hamilton(ch_derivation *d)
 {
     ch_ctx *ctx = d->ctx;
-    const ch_reduced *r = &d->red;
-    const ch_hamilton *h = &d->ham;
+    const ch_reduced *r = &d->mech->red;
+    const ch_hamilton *h = &d->mech->ham;
     size_t mm = r->m;
-    const char **iq = pick_names(ctx, d->model, mm, d->mf.indep, 0);
+    const char **iq = pick_names(ctx, d->model, mm, d->mech->mf.indep, 0);
     if (!iq) return -1;
     set_vec(entry(d, "momenta_star"), mm, r->y_star, iq);
     if (!h->exists) {
@@ -557,14 +528,16 @@ static int fill_hamilton(ch_derivation *d)
     return e->e && e->e2 ? 0 : -1;
 }
 
-int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
-              ch_error *err)
+int ch_derivation_of(ch_mechanics *mech, ch_derivation **out, ch_error *err)
 {
+    ch_ctx *ctx = mech->ctx;
+    const ch_model *m = mech->model;
     ch_derivation *d = ch_ctx_alloc(ctx, sizeof *d);
     if (!d || !(d->entry = ch_ctx_alloc(ctx, NSPECS * sizeof *d->entry)))
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     d->ctx = ctx;
     d->model = m;
+    d->mech = mech;
     d->n = NSPECS;
     for (size_t i = 0; i < NSPECS; i++) {
         d->entry[i].key = specs[i].key;
@@ -575,15 +548,6 @@ int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
         d->entry[i].display_only = specs[i].display_only;
     }
     const char **qn, **qtn, **pn, **cn;
-    int rc;
-    if ((rc = ch_lagrange_derive(ctx, m, &d->lag, err))
-        || (rc = ch_initial_positions(ctx, m, &d->lag, &d->init, err))
-        || (rc = ch_manifold_init(ctx, m, &d->lag, d->init.q, &d->mf, err))
-        || (rc = ch_initial_velocities(ctx, m, &d->mf, &d->init, err))
-        || (rc = ch_chetaev_derive(ctx, &d->mf, &d->chet, err))
-        || (rc = ch_reduce_derive(ctx, &d->mf, &d->red, err))
-        || (rc = ch_hamilton_derive(ctx, &d->red, &d->ham, err)))
-        return rc;
     if (name_lists(ctx, m, &qn, &qtn, &pn, &cn))
         return ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     fill_model(d, qn, qtn, pn);

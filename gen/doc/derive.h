@@ -1,5 +1,7 @@
-/* derive.h — the derivation of a model as an ordered list of entries, one
- * per SPEC §3 key, and its output in the four formats of `chetaev derive`.
+/* derive.h — the derivation of a model as a document: an ordered list of
+ * entries, one per SPEC §3 key, showing the mechanics of the model
+ * (mech/mechanics.h), and its output in the four formats of `chetaev
+ * derive`. The document derives no mechanics.
  *
  * The derivation owns nothing itself: expressions and arrays live in the
  * context. Entries that do not apply (or are not derived yet) are kept with
@@ -8,13 +10,7 @@
 #define CH_DERIVE_H
 
 #include "core/buf.h"
-#include "mech/chetaev.h"
-#include "mech/hamilton.h"
-#include "mech/initial.h"
-#include "mech/lagrange.h"
-#include "mech/manifold.h"
-#include "mech/reduce.h"
-#include "lang/model.h"
+#include "mech/mechanics.h"
 
 typedef enum {
     CH_ENTRY_NULL,   /* JSON null */
@@ -48,34 +44,29 @@ typedef struct {
     int verdict;              /* CH_ENTRY_VERDICT: 1, 0, -1 (unknown) */
     int display_only;         /* text and LaTeX only: not a SPEC §3 key */
     int tidy;                 /* e (and e2) are as derived: ch_derivation_prepare */
-    int deferred;             /* computed by ch_derivation_prepare: a verdict, E_i */
+    unsigned deferred;        /* the ch_mech_part it shows, derived on request */
 } ch_entry;
 
 typedef struct ch_derivation {
     ch_ctx *ctx;
     const ch_model *model;
-    ch_lagrange lag;
-    ch_manifold mf;
-    ch_chetaev chet;
-    ch_reduced red;
-    ch_hamilton ham;
-    ch_initial init; /* the consistent initial state and its warnings */
+    ch_mechanics *mech; /* what the entries show */
     size_t n;
     ch_entry *entry;
 } ch_derivation;
 
-/* Derives every entry. The expressions are the ones the mechanics modules
- * built, which is what code generation and the audit use. */
-int ch_derive(ch_ctx *ctx, const ch_model *m, ch_derivation **out,
-              ch_error *err);
+/* The document of the mechanics of a model: one entry per key, showing the
+ * expressions the mechanics built (not copies). */
+int ch_derivation_of(ch_mechanics *mech, ch_derivation **out, ch_error *err);
 
 typedef enum {
     CH_FORMAT_TEXT, CH_FORMAT_LATEX, CH_FORMAT_SYMPY, CH_FORMAT_JSON
 } ch_format;
 
 /* Prepares the entries a call of ch_derivation_write with the same
- * arguments prints (nonly == 0: all; unknown keys are ignored): runs the
- * deferred self-checks and rewrites expressions into their display form,
+ * arguments prints (nonly == 0: all; unknown keys are ignored): asks the
+ * mechanics for the parts it derives only on request (E_i, explicit
+ * multipliers, the identity test: ch_mechanics_complete) and rewrites expressions into their display form,
  * the shortest printed of the expression, its expansion and its rational
  * normal form, under node budgets, and, for a Lagrangian quadratic in the
  * velocities, of the momenta, E_i and energy by velocity monomials with

@@ -30,9 +30,8 @@ typedef struct ch_printer ch_printer;
 ch_printer *ch_printer_new(ch_style style);
 void ch_printer_put(ch_printer *p, ch_buf *out, const ch_expr *e);
 void ch_printer_free(ch_printer *p);
-/* The SymPy style's names: namer(data, s) (ch_c_namer below) returns
+/* The SymPy style's names: namer(data, s) (ch_c_namer, expr.h) returns
  * the text of symbol s, or NULL for its own name. */
-typedef const char *(*ch_c_namer)(void *data, const struct ch_sym *s);
 void ch_printer_set_namer(ch_printer *p, ch_c_namer namer, void *data);
 
 /* C99 expression text: small integer powers as products (x*x*x, 1/(x*x)),
@@ -41,9 +40,6 @@ void ch_printer_set_namer(ch_printer *p, ch_c_namer namer, void *data);
  * of a symbol or NULL when the symbol may not appear (then the printer
  * fails). Returns 0, or -1 on failure. */
 int ch_print_c(ch_buf *out, const ch_expr *e, ch_c_namer namer, void *data);
-
-/* A correctly rounded double for an exact rational (round to nearest). */
-double ch_fmpq_to_double(const fmpq_t q);
 
 /* A JSON string literal ("..." with escapes, control bytes as \u00XX). */
 void ch_print_json_string(ch_buf *out, const char *s);

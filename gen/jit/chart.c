@@ -14,14 +14,14 @@ typedef struct {
     ch_model *model;       /* the parsed model with dep and the state of the switch
                             * (its own allocation: the derivation points to it) */
     double *q0, *qt0;
-    ch_derivation *d;      /* NULL for the first chart (the caller's) */
+    ch_mechanics *d;      /* NULL for the first chart (the caller's) */
     ch_compiled *comp;     /* NULL for the first chart */
     const chrt_system *sys;
 } chart;
 
 struct ch_charts {
     ch_ctx *ctx;
-    const ch_derivation *d; /* the first chart's: G and the names */
+    const ch_mechanics *d; /* the first chart's: G and the names */
     ch_form form;
     ch_compiler cc;
     double chart_min;
@@ -53,7 +53,7 @@ static chart *add_chart(ch_charts *c)
     return h;
 }
 
-ch_charts *ch_charts_new(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+ch_charts *ch_charts_new(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                          ch_compiler cc, const chrt_system *first, double chart_min)
 {
     ch_charts *c = calloc(1, sizeof *c);
@@ -231,7 +231,7 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
         h->model->dependent = h->dep;
         h->model->q0 = h->q0;
         h->model->qt0 = h->qt0;
-        rc = ch_derive(c->ctx, h->model, &h->d, &err);
+        rc = ch_mechanics_derive(c->ctx, h->model, &h->d, &err);
     }
     /* hamilton: the y_NAME columns stay the first chart's momenta */
     ch_chart_cols cols = {c->d->mf.indep, c->d->red.y_star};

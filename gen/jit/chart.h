@@ -40,7 +40,7 @@ typedef struct ch_charts ch_charts;
 /* The charts of form of the model of d, starting from first (its compiled
  * form, not owned: it must outlive the set), compiled with cc; chart_min
  * as chrt_options.chart_min. NULL when out of memory. */
-ch_charts *ch_charts_new(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+ch_charts *ch_charts_new(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                          ch_compiler cc, const chrt_system *first, double chart_min);
 void ch_charts_free(ch_charts *c);
 

@@ -37,14 +37,14 @@ static int bind_plain(ch_compiled *c, ch_error *err)
     return 0;
 }
 
-int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_compile_form(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_compiler cc, ch_compiled **out,
                     ch_error *err)
 {
     return ch_compile_chart(ctx, d, form, prefix, NULL, cc, out, err);
 }
 
-int ch_compile_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_compile_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, const ch_chart_cols *cols, ch_compiler cc,
                      ch_compiled **out, ch_error *err)
 {

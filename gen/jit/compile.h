@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "codegen/emit_c.h"
 #include "core/error.h"
 #include "jit/jit.h"
@@ -42,13 +42,13 @@ void ch_compile_default_prefix(const char *model_name, ch_form f, char *buf,
  * filled: the emitter's errors (CH_ERR_MODEL when the form does not exist
  * for the model), compiler errors, CH_ERR_USAGE for a prefix that is not a
  * C identifier, CH_ERR_MEMORY. */
-int ch_compile_form(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_compile_form(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_compiler cc, ch_compiled **out,
                     ch_error *err);
 
 /* ch_compile_form with the hamilton form's momentum columns of another
  * chart (emit_c.h, ch_emit_c_chart; NULL: its own). */
-int ch_compile_chart(ch_ctx *ctx, const ch_derivation *d, ch_form form,
+int ch_compile_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, const ch_chart_cols *cols, ch_compiler cc,
                      ch_compiled **out, ch_error *err);
 

@@ -91,14 +91,14 @@ static double loop_integral(size_t N, const double *states, int nx, int nq,
  * and I1 changes for that reason alone. */
 typedef struct {
     ch_ctx *ctx;
-    const ch_derivation *d;
+    const ch_mechanics *d;
     size_t h, k;
     const ch_expr **ex; /* g (h), then dg_a/dq_dep[b] (h*k, row-major) */
     double *symval;     /* by sid */
     double *val;        /* h + h*k values, then g(x0) (h), then h*h + h work */
 } holo;
 
-static int holo_init(ch_ctx *ctx, const ch_derivation *d, holo *H, ch_error *err)
+static int holo_init(ch_ctx *ctx, const ch_mechanics *d, holo *H, ch_error *err)
 {
     const ch_model *m = d->model;
     memset(H, 0, sizeof *H);
@@ -243,7 +243,7 @@ static int run_points(const chrt_system *s, const ch_loop_options *o,
     return 0;
 }
 
-int ch_loop_run(ch_ctx *ctx, const ch_derivation *d, size_t npoints,
+int ch_loop_run(ch_ctx *ctx, const ch_mechanics *d, size_t npoints,
                 const ch_loop_options *options, ch_loop_result *res,
                 ch_error *err)
 {

@@ -40,7 +40,7 @@
 
 #include <stddef.h>
 
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "jit/jit.h"
 #include "runtime/simulate.h"
 
@@ -80,7 +80,7 @@ void ch_loop_options_default(ch_loop_options *o);
  *                  constraints that Newton cannot restore): err names the
  *                  point (and t);
  *   otherwise the code of the emitter or the compiler. */
-int ch_loop_run(ch_ctx *ctx, const ch_derivation *d, size_t npoints,
+int ch_loop_run(ch_ctx *ctx, const ch_mechanics *d, size_t npoints,
                 const ch_loop_options *options, ch_loop_result *res,
                 ch_error *err);
 

@@ -28,7 +28,6 @@
 #include "core/diff.h"
 #include "core/eval.h"
 #include "lang/parse.h"
-#include "doc/print.h"
 
 #define NAME_BUF (CH_MAX_IDENT_LEN + 8) /* a name plus "_tt" or "y_" */
 

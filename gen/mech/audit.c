@@ -15,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buf.h"
 #include "core/diff.h"
 #include "core/matrix.h"
-#include "doc/print.h"
 #include "core/simplify.h"
 
 #define AUDIT_POINTS 8
@@ -131,7 +129,7 @@ static const ch_expr *dot(ch_ctx *ctx, size_t n, const ch_expr *const *a,
 }
 
 /* Y^TQ(L) = Y_i dL/dq_i + q_t_j dY_i/dq_j p_i (THEORY §6). */
-static const ch_expr *lie_derivative(ch_ctx *ctx, const ch_derivation *d,
+static const ch_expr *lie_derivative(ch_ctx *ctx, const ch_mechanics *d,
                                      const ch_expr *const *Y)
 {
     const ch_model *m = d->model;
@@ -149,7 +147,7 @@ static const ch_expr *lie_derivative(ch_ctx *ctx, const ch_derivation *d,
 }
 
 /* G Y == 0 identically: the constraints cannot push along Y. */
-static int in_distribution(ch_ctx *ctx, const ch_derivation *d,
+static int in_distribution(ch_ctx *ctx, const ch_mechanics *d,
                            const ch_expr *const *Y)
 {
     size_t n = d->model->n, k = d->lag.k;
@@ -177,7 +175,7 @@ static const ch_expr *tidy(ch_ctx *ctx, const ch_expr *e)
  * ====================================================================== */
 
 /* Every constraint has velocity-free Chetaev coefficients. */
-static int constraints_affine(ch_ctx *ctx, const ch_derivation *d)
+static int constraints_affine(ch_ctx *ctx, const ch_mechanics *d)
 {
     const ch_lagrange *L = &d->lag;
     const ch_model *m = d->model;
@@ -195,7 +193,7 @@ static int constraints_affine(ch_ctx *ctx, const ch_derivation *d)
 }
 
 /* s_a = phi_a - G_a.q_t; 1 when every s_a == 0, 0 if not, -1 on failure. */
-static int affine_parts(ch_ctx *ctx, const ch_derivation *d, const ch_expr **s)
+static int affine_parts(ch_ctx *ctx, const ch_mechanics *d, const ch_expr **s)
 {
     size_t n = d->model->n;
     int all_zero = 1;
@@ -209,7 +207,7 @@ static int affine_parts(ch_ctx *ctx, const ch_derivation *d, const ch_expr **s)
 }
 
 /* S Y + s == 0 identically. */
-static int field_solves(ch_ctx *ctx, const ch_derivation *d,
+static int field_solves(ch_ctx *ctx, const ch_mechanics *d,
                         const ch_expr *const *Y, const ch_expr *const *s)
 {
     size_t n = d->model->n;
@@ -221,7 +219,7 @@ static int field_solves(ch_ctx *ctx, const ch_derivation *d,
 }
 
 /* xi = -S^T (S S^T)^-1 s. Returns 0, or -1 (singular or failure). */
-static int least_squares_xi(ch_ctx *ctx, const ch_derivation *d,
+static int least_squares_xi(ch_ctx *ctx, const ch_mechanics *d,
                             const ch_expr *const *s, const ch_expr **xi)
 {
     size_t n = d->model->n, k = d->lag.k;
@@ -242,7 +240,7 @@ static int least_squares_xi(ch_ctx *ctx, const ch_derivation *d,
 
 /* Chooses xi (THEORY §6): 0 for linear constraints, a declared field
  * solving S Y + s = 0, else least squares. */
-static int choose_xi(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
+static int choose_xi(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a)
 {
     size_t n = d->model->n, k = d->lag.k;
     const ch_model *m = d->model;
@@ -314,7 +312,7 @@ static void append_verdict(char *buf, size_t size, ch_ctx *ctx,
 static void decide(ch_ctx *ctx, ch_audit *a, quantity *q, const ch_expr *reaction,
                    int *points)
 {
-    const ch_derivation *d = a->d;
+    const ch_mechanics *d = a->d;
     if (out_of_time(a->hooks)) {
         q->skipped = 1;
         a->skipped++;
@@ -349,7 +347,7 @@ static quantity *push(ch_audit *a, const char *name, ch_audit_kind kind)
     return q;
 }
 
-static int add_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
+static int add_energy(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a)
 {
     quantity *q = push(a, "E", CH_AUDIT_ENERGY);
     q->F = d->lag.energy;
@@ -377,7 +375,7 @@ static int add_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     return q->reason ? 0 : -1;
 }
 
-static int add_frame_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
+static int add_frame_energy(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a)
 {
     const ch_model *m = d->model;
     size_t n = d->model->n;
@@ -404,7 +402,7 @@ static int add_frame_energy(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     return q->reason ? 0 : -1;
 }
 
-static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
+static int add_momenta(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a)
 {
     const ch_model *m = d->model;
     size_t n = d->model->n;
@@ -443,7 +441,7 @@ static int add_momenta(ch_ctx *ctx, const ch_derivation *d, ch_audit *a)
     return 0;
 }
 
-static int add_field(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
+static int add_field(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a,
                      const ch_field *f)
 {
     const ch_model *m = d->model;
@@ -492,7 +490,7 @@ static int add_field(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
     return q->reason ? 0 : -1;
 }
 
-static int add_integral(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
+static int add_integral(ch_ctx *ctx, const ch_mechanics *d, ch_audit *a,
                         const ch_named_expr *ig)
 {
     quantity *q = push(a, ig->name, CH_AUDIT_INTEGRAL);
@@ -507,7 +505,7 @@ static int add_integral(ch_ctx *ctx, const ch_derivation *d, ch_audit *a,
     return q->reason ? 0 : -1;
 }
 
-int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, const ch_audit_hooks *hooks,
+int ch_audit_run(ch_ctx *ctx, const ch_mechanics *d, const ch_audit_hooks *hooks,
                  ch_audit *out, ch_error *err)
 {
     const ch_model *m = d->model;
@@ -530,141 +528,4 @@ int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, const ch_audit_hooks *hook
         if (add_integral(ctx, d, &a, &m->integrals[i])) return fail(ctx, m, err);
     *out = a;
     return 0;
-}
-
-/* ======================================================================
- * output
- * ====================================================================== */
-
-static const char *verdict_name(int v)
-{
-    return v == 1 ? "conserved" : v == 0 ? "not conserved" : "unknown";
-}
-
-static void put_degree(ch_buf *o, const ch_expr *s, int json)
-{
-    if (!s) {
-        ch_buf_put(o, json ? "null" : "none");
-        return;
-    }
-    char *str = fmpq_get_str(NULL, 10, s->num);
-    if (json && !fmpz_is_one(fmpq_denref(s->num)))
-        ch_buf_printf(o, "%.17g", fmpq_get_d(s->num));
-    else
-        ch_buf_put(o, str ? str : "null");
-    flint_free(str);
-}
-
-static void put_number(ch_buf *o, double v)
-{
-    if (isfinite(v)) ch_buf_printf(o, "%.17g", v);
-    else ch_buf_put(o, "null");
-}
-
-void ch_audit_write_json(ch_buf *o, const ch_audit *a,
-                         const ch_loop_result *loop)
-{
-    const ch_derivation *d = a->d;
-    ch_buf_put(o, "{\"model\": ");
-    ch_print_json_string(o, d->model->name);
-    ch_buf_put(o, ", \"homogeneity\": [");
-    for (size_t i = 0; i < d->chet.k; i++) {
-        if (i) ch_buf_put(o, ", ");
-        put_degree(o, d->chet.sigma[i], 1);
-    }
-    ch_buf_put(o, "], \"quantities\": [");
-    for (size_t i = 0; i < a->nq; i++) {
-        const quantity *q = &a->q[i];
-        ch_buf_put(o, i ? ",\n  " : "\n  ");
-        ch_buf_put(o, "{\"name\": ");
-        ch_print_json_string(o, q->name);
-        ch_buf_printf(o, ", \"kind\": \"%s\", \"verdict\": \"%s\", "
-                      "\"decided_by\": \"%s\", \"max_rate\": ",
-                      ch_audit_kind_name(q->kind), verdict_name(q->verdict),
-                      q->skipped ? "time limit" : q->test.symbolic ? "symbolic" : "random points");
-        put_number(o, q->max_rate);
-        if (q->reaction_power_max >= 0) {
-            ch_buf_put(o, ", \"reaction_power_max\": ");
-            put_number(o, q->reaction_power_max);
-        }
-        if (q->kind == CH_AUDIT_FRAME_ENERGY) {
-            ch_buf_printf(o, ", \"xi\": \"%s\"",
-                          !strcmp(a->xi_source, "field") ? a->xi_field
-                                                          : a->xi_source);
-        }
-        ch_buf_put(o, ", \"reason\": ");
-        ch_print_json_string(o, q->reason);
-        ch_buf_put(o, "}");
-    }
-    ch_buf_put(o, "],\n \"loop\": ");
-    if (loop) {
-        ch_buf_printf(o, "{\"points\": %zu, \"t1\": ", loop->points);
-        put_number(o, loop->t1);
-        ch_buf_put(o, ", \"I_start\": ");
-        put_number(o, loop->I_start);
-        ch_buf_put(o, ", \"I_end\": ");
-        put_number(o, loop->I_end);
-        ch_buf_put(o, ", \"relative_drift\": ");
-        put_number(o, loop->relative_drift);
-        ch_buf_put(o, "}");
-    } else {
-        ch_buf_put(o, "null");
-    }
-    ch_buf_put(o, "}\n");
-}
-
-void ch_audit_write_text(ch_buf *o, const ch_audit *a,
-                         const ch_loop_result *loop)
-{
-    const ch_derivation *d = a->d;
-    const ch_model *m = d->model;
-    ch_buf_printf(o, "check %s\n", m->name);
-    ch_buf_printf(o, "constraints: %zu", d->chet.k);
-    if (d->chet.k) {
-        ch_buf_put(o, ", homogeneity degrees in the velocities: [");
-        for (size_t i = 0; i < d->chet.k; i++) {
-            if (i) ch_buf_put(o, ", ");
-            put_degree(o, d->chet.sigma[i], 0);
-        }
-        ch_buf_put(o, "]");
-    }
-    ch_buf_put(o, "\n");
-    if (a->affine) {
-        ch_buf_put(o, "affine constraints S q' + s = 0; frame xi = ");
-        if (!strcmp(a->xi_source, "field"))
-            ch_buf_printf(o, "declared field %s (S xi + s = 0)", a->xi_field);
-        else if (!strcmp(a->xi_source, "zero"))
-            ch_buf_put(o, "0 (s = 0)");
-        else
-            ch_buf_put(o, "-S^T (S S^T)^-1 s (least squares)");
-        ch_buf_put(o, ":");
-        for (size_t i = 0; i < m->n; i++) {
-            ch_buf_printf(o, " %s%s = ", i ? ", " : "", ch_sym_of(m->q[i])->name);
-            ch_print(o, a->xi[i], CH_STYLE_TEXT);
-        }
-        ch_buf_put(o, "\n");
-    } else if (d->chet.k) {
-        ch_buf_put(o, "constraints not affine in the velocities: no frame energy\n");
-    }
-    ch_buf_printf(o, "maxima over %d random points of the constraint manifold\n\n",
-                  a->points);
-    for (size_t i = 0; i < a->nq; i++) {
-        const quantity *q = &a->q[i];
-        ch_buf_printf(o, "%-10s %-13s %-14s by %-14s ", q->name, ch_audit_kind_name(q->kind),
-                      verdict_name(q->verdict),
-                      q->skipped ? "time limit" : q->test.symbolic ? "symbolic" : "random points");
-        if (q->skipped) ch_buf_put(o, "max |dF/dt| not computed");
-        else ch_buf_printf(o, "max |dF/dt| = %.3g", q->max_rate);
-        if (q->reaction_power_max >= 0)
-            ch_buf_printf(o, ", max |reaction power| = %.3g",
-                          q->reaction_power_max);
-        ch_buf_printf(o, "\n    %s\n", q->reason);
-    }
-    if (loop)
-        ch_buf_printf(o, "\nPoincare-Cartan loop (%zu points, t = 0..%g): "
-                      "I1 = %.17g at the start, %.17g at the end, relative "
-                      "drift %.3g%s\n", loop->points, loop->t1, loop->I_start,
-                      loop->I_end, loop->relative_drift,
-                      a->d->lag.k ? " (nonholonomic: measured, not an invariant)"
-                                  : "");
 }

@@ -15,9 +15,7 @@
 #ifndef CH_AUDIT_H
 #define CH_AUDIT_H
 
-#include "core/buf.h"
-#include "doc/derive.h"
-#include "jit/loop.h"
+#include "mech/mechanics.h"
 
 typedef enum {
     CH_AUDIT_ENERGY,       /* "energy" */
@@ -61,7 +59,7 @@ typedef struct {
 } ch_audit_hooks;
 
 typedef struct ch_audit {
-    const ch_derivation *d;
+    const ch_mechanics *d;
     size_t nq;
     ch_audit_quantity *q;
     int affine;              /* every constraint affine in the velocities */
@@ -78,15 +76,8 @@ typedef struct ch_audit {
 
 /* Runs the audit. Returns 0, or nonzero with err filled (out of memory,
  * expression limits). Undecidable quantities are verdict -1, not errors. */
-int ch_audit_run(ch_ctx *ctx, const ch_derivation *d, const ch_audit_hooks *hooks,
+int ch_audit_run(ch_ctx *ctx, const ch_mechanics *d, const ch_audit_hooks *hooks,
                  ch_audit *out, ch_error *err);
-
-/* The report: readable text, or the SPEC §2 JSON object. loop is the
- * Poincare-Cartan measurement of `check --loop N`, or NULL ("loop": null). */
-void ch_audit_write_text(ch_buf *out, const ch_audit *a,
-                         const ch_loop_result *loop);
-void ch_audit_write_json(ch_buf *out, const ch_audit *a,
-                         const ch_loop_result *loop);
 
 /* "energy", "frame_energy", ... */
 const char *ch_audit_kind_name(ch_audit_kind k);

@@ -6,13 +6,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "doc/derive.h"
+#include "mech/mechanics.h"
 #include "codegen/emit_c.h"
 #include "lang/model.h"
 
 #define FUZZ_NODE_LIMIT 200000
 
-static void emit_forms(ch_ctx *ctx, const ch_derivation *d)
+static void emit_forms(ch_ctx *ctx, const ch_mechanics *d)
 {
     for (int f = 0; f < 3; f++) {
         ch_buf h, c;
@@ -37,11 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ctx) return 0;
     ch_ctx_set_node_limit(ctx, FUZZ_NODE_LIMIT);
     ch_model *m = NULL;
-    ch_derivation *d = NULL;
+    ch_mechanics *d = NULL;
     ch_error err;
     ch_error_clear(&err);
     if (!ch_model_parse(ctx, "fuzz.nh", (const char *)data, size, &m, &err)
-        && !ch_derive(ctx, m, &d, &err)) {
+        && !ch_mechanics_derive(ctx, m, &d, &err)) {
         if (!d) __builtin_trap();
         emit_forms(ctx, d);
     } else if (err.msg[0] == 0) {
