@@ -57,6 +57,7 @@ typedef struct {
     uint32_t n, nd;
     const char *fn;
     char *text;
+    const ch_sym *sym; /* LEAF: the symbol it names, NULL for a number */
     fmpq_t k;
     fmpq *c;
     uint32_t *op;
@@ -343,6 +344,7 @@ static uint32_t mk_raw(cse *s, int kind, const char *fn, const char *text,
     a->nd = nd;
     a->fn = fn;
     a->text = t;
+    a->sym = NULL;
     a->hash = h;
     a->c = nc ? (fmpq *)(a + 1) : NULL;
     a->op = (uint32_t *)((char *)(a + 1) + nc * sizeof(fmpq));
@@ -566,7 +568,9 @@ static uint32_t lower_sym(cse *s, const ch_sym *sym)
         s->failed = 1;
         return 0;
     }
-    return mk_leaf(s, t);
+    uint32_t v = mk_leaf(s, t);
+    if (!s->failed && !s->nd[v]->sym) s->nd[v]->sym = sym;
+    return v;
 }
 
 static uint32_t mk_mul2(cse *s, uint32_t a, uint32_t b)
@@ -2094,7 +2098,18 @@ done:
     return order;
 }
 
-/* The statements of the values reachable from outs, in print_order. */
+/* Value v as an operand of the program as data (cse.h). */
+static ch_cse_arg arg_of(const cse *s, const uint32_t *name, uint32_t v)
+{
+    const node *a = s->nd[v];
+    ch_cse_arg r = {CH_CSE_NONE, NULL};
+    if (a->kind == K_LEAF) r.sym = a->sym;
+    else r.stmt = name[v];
+    return r;
+}
+
+/* The statements of the values reachable from outs, in print_order, as
+ * text and as data. */
 static void print_prog(cse *s, const uint32_t *outs, size_t n)
 {
     uint32_t cnt;
@@ -2107,10 +2122,29 @@ static void print_prog(cse *s, const uint32_t *outs, size_t n)
         return;
     }
     ch_cse_prog *p = s->prog;
+    size_t nargs = 0;
+    for (uint32_t j = 0; j < cnt; j++) nargs += s->nd[order[j]]->n + s->nd[order[j]]->nd;
+    p->line = malloc(((size_t)cnt + 1) * sizeof *p->line);
+    p->arg_at = malloc(((size_t)cnt + 1) * sizeof *p->arg_at);
+    p->arg = malloc((nargs ? nargs : 1) * sizeof *p->arg);
+    p->call = malloc(cnt ? cnt : 1);
+    p->out = malloc((n ? n : 1) * sizeof *p->out);
+    if (!p->line || !p->arg_at || !p->arg || !p->call || !p->out) {
+        free(order);
+        free(name);
+        oom(s);
+        return;
+    }
+    nargs = 0;
     for (uint32_t j = 0; j < cnt; j++) {
         uint32_t v = order[j];
         const node *a = s->nd[v];
         name[v] = (uint32_t)p->ntemps++;
+        p->line[j] = p->body.len;
+        p->arg_at[j] = nargs;
+        p->call[j] = a->kind == K_CALL;
+        for (uint32_t i = 0; i < a->n + a->nd; i++)
+            p->arg[nargs++] = arg_of(s, name, a->op[i]);
         /* "INDENTconst double TMPk = STMT;", straight into the body */
         bput(&p->body, s->indent);
         bput(&p->body, "const double ");
@@ -2124,7 +2158,10 @@ static void print_prog(cse *s, const uint32_t *outs, size_t n)
         p->after.add += c.add, p->after.mul += c.mul, p->after.div += c.div;
         p->after.call += c.call;
     }
+    p->line[cnt] = p->body.len;
+    p->arg_at[cnt] = nargs;
     for (size_t i = 0; i < n && !s->failed; i++) {
+        p->out[i] = arg_of(s, name, outs[i]);
         ch_buf b;
         ch_buf_init(&b);
         put_val(&b, s, name, outs[i]);
@@ -2239,6 +2276,22 @@ static int prog_copy(const ch_cse_prog *p, ch_cse_prog *to)
     to->before = p->before;
     to->after = p->after;
     int bad = !to->ref || to->body.oom;
+    if (!bad && p->line) {
+        size_t nt = p->ntemps, na = p->arg_at[nt];
+        to->line = malloc((nt + 1) * sizeof *to->line);
+        to->arg_at = malloc((nt + 1) * sizeof *to->arg_at);
+        to->arg = malloc((na ? na : 1) * sizeof *to->arg);
+        to->call = malloc(nt ? nt : 1);
+        to->out = malloc((p->n ? p->n : 1) * sizeof *to->out);
+        bad = !to->line || !to->arg_at || !to->arg || !to->call || !to->out;
+        if (!bad) {
+            memcpy(to->line, p->line, (nt + 1) * sizeof *to->line);
+            memcpy(to->arg_at, p->arg_at, (nt + 1) * sizeof *to->arg_at);
+            memcpy(to->arg, p->arg, na * sizeof *to->arg);
+            memcpy(to->call, p->call, nt);
+            memcpy(to->out, p->out, p->n * sizeof *to->out);
+        }
+    }
     for (size_t i = 0; !bad && i < p->n; i++) {
         size_t len = strlen(p->ref[i]) + 1;
         if (!(to->ref[i] = malloc(len))) bad = 1;
@@ -2429,8 +2482,21 @@ void ch_cse_prog_free(ch_cse_prog *p)
     if (p->ref)
         for (size_t i = 0; i < p->n; i++) free(p->ref[i]);
     free(p->ref);
+    ch_cse_prog_drop_data(p);
     ch_buf_free(&p->body);
     memset(p, 0, sizeof *p);
+}
+
+void ch_cse_prog_drop_data(ch_cse_prog *p)
+{
+    free(p->line);
+    free(p->arg_at);
+    free(p->arg);
+    free(p->call);
+    free(p->out);
+    p->line = p->arg_at = NULL;
+    p->arg = p->out = NULL;
+    p->call = NULL;
 }
 
 /* A count, exact up to 2^53; beyond, three digits (the counts are

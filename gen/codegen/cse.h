@@ -20,6 +20,8 @@
 #ifndef CH_CSE_H
 #define CH_CSE_H
 
+#include <stdint.h>
+
 #include "core/buf.h"
 #include "core/expr.h"
 
@@ -27,11 +29,29 @@ typedef struct {
     double add, mul, div, call; /* additions/subtractions, products, divisions, calls */
 } ch_opcount;
 
+/* An operand of the program as data: a statement, or a leaf (a symbol,
+ * or a number when sym is NULL). */
+#define CH_CSE_NONE ((uint32_t)-1)
+typedef struct {
+    uint32_t stmt;     /* the statement read, or CH_CSE_NONE for a leaf */
+    const ch_sym *sym; /* a leaf's symbol; NULL for a number or a statement */
+} ch_cse_arg;
+
+/* The program as text and as data. Statement j (j < ntemps) defines
+ * TMPj; its line is body.s[line[j] .. line[j+1]); it reads the operands
+ * arg[arg_at[j] .. arg_at[j+1]) in the order its text names them; call[j]
+ * says whether it calls a function (sin, pow, ...). Output i is ref[i] as
+ * text and out[i] as data. Callers that edit the text drop the data first
+ * (ch_cse_prog_drop_data): the two then no longer agree. */
 typedef struct {
     ch_buf body;       /* "INDENTconst double w3 = ...;\n" lines */
     char **ref;        /* n atomic C expressions (temporary, symbol or number) */
     size_t n;
     size_t ntemps;
+    size_t *line, *arg_at;
+    ch_cse_arg *arg;
+    unsigned char *call;
+    ch_cse_arg *out;
     ch_opcount before; /* the outputs as trees (no sharing, naive powers) */
     ch_opcount after;  /* the straight-line program */
 } ch_cse_prog;
@@ -44,6 +64,8 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                  ch_c_namer namer, void *data, const char *tmp,
                  const char *indent, ch_cse_prog *out, ch_error *err);
 void ch_cse_prog_free(ch_cse_prog *p);
+/* Frees the data of p and keeps its text (line ... out become NULL). */
+void ch_cse_prog_drop_data(ch_cse_prog *p);
 
 /* Programs already built, handed out again when the same outputs are asked
  * for with the same symbol names, stem and indent (the forms of one model

@@ -13,7 +13,6 @@
  * public PREFIX_WORD names whatever the prefix: their suffixes differ. */
 #include "codegen/emit_c.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1373,144 +1372,76 @@ static void keep_cheaper(emitter *e, ch_cse_prog *cand, ch_cse_prog *out, double
     }
 }
 
-/* FNV-1a of n characters, never 0 */
-static uint64_t name_hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h ? h : 1;
-}
-
-/* The temporary or local a statement "INDENT const double NAME = ...;"
- * defines (NAME's length), and the next identifier w<digits>, vd<digits>
- * or vi<digits> in s from *pos (its start and length; 0 when none). */
-static size_t next_name(const char *s, size_t len, size_t *pos, size_t *nlen)
-{
-    for (size_t i = *pos; i < len; i++) {
-        int start = (s[i] == 'w' || (s[i] == 'v' && i + 1 < len &&
-                                     (s[i + 1] == 'd' || s[i + 1] == 'i'))) &&
-                    (i == 0 || !(s[i - 1] == '_' || s[i - 1] == '.' ||
-                                 (s[i - 1] >= 'a' && s[i - 1] <= 'z') ||
-                                 (s[i - 1] >= 'A' && s[i - 1] <= 'Z') ||
-                                 (s[i - 1] >= '0' && s[i - 1] <= '9')));
-        if (!start) continue;
-        size_t j = i + (s[i] == 'w' ? 1 : 2), d = j;
-        while (j < len && s[j] >= '0' && s[j] <= '9') j++;
-        if (j == d) continue;
-        *pos = i, *nlen = j - i;
-        return 1;
-    }
-    return 0;
-}
-
-/* Whether the statement text calls a function: a '(' right after a
- * letter, digit or underscore (sin(, exp(, pow(), not a parenthesis of
- * arithmetic. */
-static int has_call(const char *s)
-{
-    for (const char *c = strchr(s, '('); c; c = strchr(c + 1, '('))
-        if (c > s && (isalnum((unsigned char)c[-1]) || c[-1] == '_')) return 1;
-    return 0;
-}
-
 /* Reorders p's statements, with "const double NAME = value;" added for
  * each of the nloc locals (velocities: vd<nu> for alpha's values, vi<r>
- * for eta's; their values are p's first nloc outputs), so that every name
- * is defined before it is used (the program's own order is topological,
- * but the CSE sees a local as a symbol and may put a statement that reads
- * it before its value): depth first from the outputs, then each statement
- * after the last call it needs (below). Emitting first
- * every statement that waits for no local, then the locals, then the
- * rest, as before, cost the 10-trailer's kernel 6% (224 -> 211 ns).
- * 1 when done (p->body replaced), 0 otherwise (a statement not of the
- * expected form). */
-static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *const *names,
+ * for eta's; their values are p's first nloc outputs, and p reads them as
+ * the symbols syms[i]), so that every name is defined before it is used
+ * (the program's own order is topological, but the CSE sees a local as a
+ * symbol and may put a statement that reads it before its value): depth
+ * first from the outputs, then each statement after the last call it
+ * needs (below). Emitting first every statement that waits for no local,
+ * then the locals, then the rest, as before, cost the 10-trailer's
+ * kernel 6% (224 -> 211 ns). Works on the program as data (cse.h): p's
+ * text is rebuilt from its lines, and its data dropped. 1 when done, 0
+ * when out of memory. */
+static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc,
+                        const ch_expr *const *syms, const char *const *names,
                         int by_calls)
 {
-    const char *body = p->body.s ? p->body.s : "";
-    /* the statements: the program's lines, then the locals' definitions */
-    size_t nl = 0;
-    for (const char *c = body; *c; c++) nl += *c == '\n';
-    size_t ns = nl + nloc;
-    char **st = calloc(ns + 1, sizeof *st);
+    if (!p->line) return 0;
+    size_t nt = p->ntemps, ns = nt + nloc, nsyms = ch_ctx_nsyms(e->ctx);
+    /* statement i reads ops[at[i] .. at[i+1]): statements (the locals are
+     * nt + nu), in the order its text names them */
+    uint32_t *local = calloc(nsyms ? nsyms : 1, sizeof *local); /* sid -> nu + 1 */
+    size_t *at = malloc((ns + 1) * sizeof *at);
+    size_t nops = p->arg_at[nt] + nloc;
+    uint32_t *ops = malloc((nops ? nops : 1) * sizeof *ops);
     size_t *done = calloc(ns + 1, sizeof *done);
-    ch_map def; /* name hash -> statement index + 1 */
-    ch_map_init(&def);
-    int ok = st && done;
-    const char *c = body;
-    for (size_t i = 0; ok && i < nl; i++) {
-        const char *eol = strchr(c, '\n');
-        size_t len = (size_t)(eol - c) + 1;
-        st[i] = malloc(len + 1);
-        if (!st[i]) ok = 0;
-        else memcpy(st[i], c, len), st[i][len] = '\0';
-        c = eol + 1;
-    }
-    for (size_t nu = 0; ok && nu < nloc; nu++) {
-        char buf[160];
-        snprintf(buf, sizeof buf, "    const double %s = %s;\n", names[nu], p->ref[nu]);
-        if (!(st[nl + nu] = ch_ctx_strdup(e->ctx, buf))) ok = 0;
-    }
-    /* names are keyed by a hash of their text: w<digits>, vd<digits> and
-     * vi<digits> only, distinct texts of at most 24 characters */
-#define NAMEKEY(s, n) (((uint64_t)(n) << 56) ^ name_hash((s), (n)))
-    uint64_t *defkey = calloc(ns + 1, sizeof *defkey);
-    ok = ok && defkey;
-    for (size_t i = 0; ok && i < ns; i++) {
-        const char *pre = "    const double ";
-        size_t pl = strlen(pre), pos = pl, n;
-        if (strncmp(st[i], pre, pl) != 0 || !next_name(st[i], strlen(st[i]), &pos, &n) ||
-            pos != pl || n > 24) {
-            ok = 0;
-            break;
-        }
-        defkey[i] = NAMEKEY(st[i] + pos, n);
-        if (ch_map_get(&def, defkey[i]) || ch_map_put(&def, defkey[i], (void *)(uintptr_t)(i + 1)))
-            ok = 0;
-    }
-    /* depth first from the outputs (the locals', then the others'), a
-     * statement after the ones whose names it reads, as the
-     * CSE printed its own (print_order): each value near its first use,
-     * alpha's next to the statements that read it. Then any statement
-     * no output reads, in order. */
-    ch_buf out;
-    ch_buf_init(&out);
-    size_t pl = strlen("    const double "), nroot = nloc + (p->n > nloc ? p->n - nloc : 0) + ns;
     size_t *sv = calloc(ns + 1, sizeof *sv), *spos = calloc(ns + 1, sizeof *spos);
     size_t *seq = calloc(ns + 1, sizeof *seq), nseq = 0;
-    ok = ok && sv && spos && seq;
-    for (size_t r = 0; ok && r < nroot; r++) {
-        size_t root = ns; /* the statement of the r-th root, ns or more: none (a leaf) */
-        if (r < nloc) {
-            root = nl + r;
-        } else if (r < nroot - ns) {
-            const char *ref = p->ref[r] ? p->ref[r] : "";
-            size_t pos = 0, n;
-            if (next_name(ref, strlen(ref), &pos, &n) && pos == 0 && ref[n] == '\0' && n <= 24)
-                root = (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(ref, n)) - 1;
+    int ok = local && at && ops && done && sv && spos && seq;
+    for (size_t nu = 0; ok && nu < nloc; nu++) local[ch_sym_of(syms[nu])->sid] = (uint32_t)nu + 1;
+#define STMT_OF(a) ((a).stmt != CH_CSE_NONE ? (size_t)(a).stmt                          \
+                    : (a).sym && local[(a).sym->sid] ? nt + local[(a).sym->sid] - 1 : ns)
+    for (size_t i = 0, k = 0; ok && i < ns; i++) {
+        at[i] = k;
+        if (i < nt) {
+            for (size_t j = p->arg_at[i]; j < p->arg_at[i + 1]; j++) {
+                size_t d = STMT_OF(p->arg[j]);
+                if (d < ns) ops[k++] = (uint32_t)d;
+            }
         } else {
-            root = r - (nroot - ns);
+            size_t d = STMT_OF(p->out[i - nt]);
+            if (d < ns) ops[k++] = (uint32_t)d;
         }
+        at[i + 1] = k;
+    }
+    /* depth first from the outputs (the locals', then the others'), a
+     * statement after the ones it reads, as the CSE printed its own
+     * (print_order): each value near its first use, alpha's next to the
+     * statements that read it. Then any statement no output reads, in
+     * order. */
+    size_t nroot = nloc + (p->n > nloc ? p->n - nloc : 0) + ns;
+    for (size_t r = 0; ok && r < nroot; r++) {
+        size_t root = r < nloc ? nt + r
+                      : r < nroot - ns ? STMT_OF(p->out[r]) : r - (nroot - ns);
         if (root >= ns || done[root]) continue;
         size_t top = 0;
-        sv[top] = root, spos[top] = pl, done[root] = 2, top++; /* 2: on the stack */
+        sv[top] = root, spos[top] = at[root], done[root] = 2, top++; /* 2: on the stack */
         while (ok && top > 0) {
-            size_t i = sv[top - 1], len = strlen(st[i]), pos = spos[top - 1], n;
-            if (!next_name(st[i], len, &pos, &n)) { /* its names are all defined */
+            size_t i = sv[top - 1];
+            if (spos[top - 1] == at[i + 1]) { /* what it reads is all defined */
                 seq[nseq++] = i;
                 done[i] = 1, top--;
                 continue;
             }
-            spos[top - 1] = pos + n;
-            size_t at = n <= 24 ? (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n)) : 0;
-            /* the same text (a hash collision would only be a name defined
-             * elsewhere than found) */
-            if (at && strncmp(st[at - 1] + pl, st[i] + pos, n) != 0) ok = 0;
-            if (!at || at - 1 == i || done[at - 1] == 1) continue;
-            if (done[at - 1] == 2) ok = 0; /* a cycle: a local that reads itself */
-            else sv[top] = at - 1, spos[top] = pl, done[at - 1] = 2, top++;
+            size_t d = ops[spos[top - 1]++];
+            if (d == i || done[d] == 1) continue;
+            if (done[d] == 2) ok = 0; /* a cycle: a local that reads itself */
+            else sv[top] = d, spos[top] = at[d], done[d] = 2, top++;
         }
     }
+#undef STMT_OF
     /* Then each statement moves up to just after the last call (sin,
      * cos, ...) it reads (a stable sort by that call's rank, in sv by
      * statement): depth first, the locals come first with every call
@@ -1523,13 +1454,10 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
      * statements, so the same values. */
     size_t calls = 0;
     for (size_t j = 0; ok && by_calls && j < nseq; j++) {
-        size_t i = seq[j], len = strlen(st[i]), pos = pl, n, key = 0;
-        while (next_name(st[i], len, &pos, &n)) {
-            size_t at = n <= 24 ? (size_t)(uintptr_t)ch_map_get(&def, NAMEKEY(st[i] + pos, n)) : 0;
-            if (at && at - 1 != i && sv[at - 1] > key) key = sv[at - 1];
-            pos += n;
-        }
-        if (has_call(st[i] + pl)) key = ++calls;
+        size_t i = seq[j], key = 0;
+        for (size_t o = at[i]; o < at[i + 1]; o++)
+            if (ops[o] != i && sv[ops[o]] > key) key = sv[ops[o]];
+        if (i < nt && p->call[i]) key = ++calls;
         sv[i] = key;
     }
     /* a counting sort by rank: spos holds the buckets' starts and done,
@@ -1537,26 +1465,32 @@ static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc, const char *con
     if (ok && calls > 0) {
         memset(spos, 0, (calls + 1) * sizeof *spos);
         for (size_t j = 0; j < nseq; j++) spos[sv[seq[j]]]++;
-        for (size_t c = 0, at = 0; c <= calls; c++) {
+        for (size_t c = 0, a = 0; c <= calls; c++) {
             size_t k = spos[c];
-            spos[c] = at, at += k;
+            spos[c] = a, a += k;
         }
         for (size_t j = 0; j < nseq; j++) done[spos[sv[seq[j]]]++] = seq[j];
         memcpy(seq, done, nseq * sizeof *seq);
     }
-    for (size_t j = 0; ok && j < nseq; j++) ch_buf_put(&out, st[seq[j]]);
-    free(sv), free(spos), free(seq);
-#undef NAMEKEY
+    ch_buf out;
+    ch_buf_init(&out);
+    for (size_t j = 0; ok && j < nseq; j++) {
+        size_t i = seq[j];
+        if (i < nt)
+            ch_buf_putn(&out, p->body.s + p->line[i], p->line[i + 1] - p->line[i]);
+        else
+            ch_buf_printf(&out, "    const double %s = %s;\n", names[i - nt], p->ref[i - nt]);
+    }
     if (ok && !out.oom) {
         ch_buf_free(&p->body);
         p->body = out;
+        ch_cse_prog_drop_data(p);
     } else {
         ch_buf_free(&out);
         ok = 0;
     }
-    for (size_t i = 0; st && i < nl; i++) free(st[i]);
-    free(st), free(done), free(defkey);
-    ch_map_free(&def);
+    free(local), free(at), free(ops), free(done);
+    free(sv), free(spos), free(seq);
     return ok;
 }
 
@@ -1601,7 +1535,7 @@ static int locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
     memset(&scratch, 0, sizeof scratch);
     int built = ch_cse_build(e->ctx, n, o, namer, e, "w", "    ", p, &scratch) == 0;
     for (size_t i = 0; i < nloc; i++) e->symtext[ch_sym_of(syms[i])->sid] = saved[i];
-    if (!built || !order_locals(e, p, nloc, names, by_calls)) {
+    if (!built || !order_locals(e, p, nloc, syms, names, by_calls)) {
         ch_cse_prog_free(p);
         return -1;
     }
@@ -1654,6 +1588,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
         ch_cse_prog_free(&p3);
         return;
     }
+    ch_cse_prog_drop_data(&p3);
     for (size_t nu = 0; nu < k; nu++)
         ch_buf_printf(&p3.body, "    v[%d] = %s;\n", mf->dep[nu], p3.ref[nu + nd]);
     keep_cheaper(e, &p3, out, best, val, fused, 0, 1);
@@ -1793,6 +1728,7 @@ static int sym_prog(emitter *e, const ch_expr ***outs, size_t nextra, ch_cse_pro
         double cost = call_cost(&p.after) + (fuse ? 0.0 : alpha_cost);
         if (cost < best) {
             best = cost;
+            ch_cse_prog_drop_data(&p);
             if (fuse)
                 for (size_t nu = 0; nu < k; nu++)
                     ch_buf_printf(&p.body, "    v[%d] = %s;\n", mf->dep[nu], p.ref[no + nu]);
