@@ -460,6 +460,90 @@ static void test_count_print(void)
     ch_buf_free(&b);
 }
 
+/* The one C printer's numbers: correctly rounded doubles, never read as
+ * integers, infinities and NaN as the macros of <math.h>. */
+static void test_c_double(void)
+{
+    static const struct { double v; const char *text; } cases[] = {
+        {3.0, "3.0"}, {-7.0, "-7.0"}, {0.0, "0.0"}, {100000.0, "100000.0"},
+        {1.0 / 1024, "0.0009765625"}, {0.1, "0.10000000000000001"},
+        {2.0 / 3.0, "0.66666666666666663"}, {1.0 / 3.0, "0.33333333333333331"},
+        {1e300, "1.0000000000000001e+300"}, {4.9406564584124654e-324, "4.9406564584124654e-324"},
+        {HUGE_VAL, "HUGE_VAL"}, {-HUGE_VAL, "-HUGE_VAL"}, {NAN, "NAN"},
+    };
+    ch_buf b;
+    ch_buf_init(&b);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ch_buf_reset(&b);
+        ch_c_double(&b, cases[i].v);
+        CHECK_MSG(b.s && strcmp(b.s, cases[i].text) == 0, "%s, want %s", b.s ? b.s : "(null)",
+                  cases[i].text);
+    }
+    ch_buf_free(&b);
+}
+
+/* Symbols reach the text only through the namer: one it refuses fails the
+ * build naming the symbol; pi is a literal; a constant beyond double is an
+ * error, never HUGE_VAL in a kernel; a chain deeper than any recursion
+ * would take builds; signs never double up. */
+static void test_c_text(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    const ch_expr *x = t.x[0], *y = t.x[1];
+    const ch_expr *hidden = ch_symbol(ctx, "hidden", CH_SYM_PARAM, NULL, 0, 0);
+    ch_cse_prog p;
+    ch_error err;
+    ch_error_clear(&err);
+    const ch_expr *e = ch_add(ctx, ch_mul(ctx, ch_num_si(ctx, 2), x), ch_fun1(ctx, CH_F_SIN, hidden));
+    CHECK(ch_cse_build(ctx, 1, &e, namer, NULL, "w", "    ", &p, &err) != 0);
+    CHECK_MSG(err.code == CH_ERR_MODEL && strstr(err.msg, "hidden"), "%s", err.msg);
+    ch_cse_prog_free(&p);
+    e = ch_mul(ctx, ch_num_si(ctx, 2), ch_pi(ctx));
+    ch_error_clear(&err);
+    CHECK(ch_cse_build(ctx, 1, &e, namer, NULL, "w", "    ", &p, &err) == 0);
+    CHECK_MSG(p.body.s && strstr(p.body.s, "2.0*3.1415926535897931"), "%s",
+              p.body.s ? p.body.s : "(null)");
+    ch_cse_prog_free(&p);
+    e = ch_mul(ctx, ch_num_decimal(ctx, "1e400", 5), x);
+    ch_error_clear(&err);
+    CHECK(ch_cse_build(ctx, 1, &e, namer, NULL, "w", "    ", &p, &err) != 0);
+    CHECK_MSG(err.code != CH_OK && strstr(err.msg, "double"), "%s", err.msg);
+    ch_cse_prog_free(&p);
+    e = x;
+    for (int i = 0; i < 5000 && e; i++) e = ch_fun1(ctx, i % 2 ? CH_F_SIN : CH_F_ATAN, e);
+    ch_error_clear(&err);
+    CHECK(e && ch_cse_build(ctx, 1, &e, namer, NULL, "w", "    ", &p, &err) == 0);
+    CHECK(p.ntemps == 5000);
+    ch_cse_prog_free(&p);
+    const ch_expr *m1 = ch_num_si(ctx, -1);
+#define NEG(a) ch_mul(ctx, m1, (a))
+    const ch_expr *tricky[] = {
+        NEG(ch_pow(ctx, x, ch_num_si(ctx, -2))),
+        ch_sub(ctx, ch_num_si(ctx, 0), ch_mul(ctx, ch_num_frac(ctx, -1, 2), NEG(x))),
+        NEG(ch_fun1(ctx, CH_F_COS, NEG(x))),
+        ch_sub(ctx, NEG(x), NEG(NEG(y))),
+        ch_mul(ctx, NEG(x), ch_pow(ctx, NEG(y), ch_num_frac(ctx, -1, 2))),
+    };
+#undef NEG
+    for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
+        ch_error_clear(&err);
+        CHECK(ch_cse_build(ctx, 1, tricky + i, namer, NULL, "w", "    ", &p, &err) == 0);
+        ch_buf all;
+        ch_buf_init(&all);
+        ch_buf_put(&all, p.body.s ? p.body.s : "");
+        ch_buf_put(&all, p.ref[0] ? p.ref[0] : "");
+        CHECK_MSG(all.s && !strstr(all.s, "--") && !strstr(all.s, "- -") && !strstr(all.s, "+ -") &&
+                      !strstr(all.s, "*-") && !strstr(all.s, "/-"),
+                  "%s", all.s ? all.s : "(null)");
+        CHECK(compare(ctx, tricky + i, 1, &p, t.x, &t.r, 5, 1e-12) == 0);
+        ch_buf_free(&all);
+        ch_cse_prog_free(&p);
+    }
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     RUN(test_common_factor);
@@ -472,5 +556,7 @@ int main(void)
     RUN(test_random);
     RUN(test_cache);
     RUN(test_count_print);
+    RUN(test_c_double);
+    RUN(test_c_text);
     return check_summary("cse");
 }

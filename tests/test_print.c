@@ -1,7 +1,8 @@
-/* test_print.c — buffers, errors and the text, LaTeX, SymPy, C and JSON
+/* test_print.c — buffers, errors and the text, LaTeX, SymPy and JSON
  * printers: exact strings, display order independent of construction
  * order, correctly rounded constants, SymPy round trip through
- * /usr/bin/python3, and emitted C compiled with gcc (strict) and tcc. */
+ * /usr/bin/python3; and the same corpus as C straight-line programs
+ * (codegen/cse.h, the one C printer) compiled with gcc (strict) and tcc. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <float.h>
@@ -14,6 +15,7 @@
 #include <mpfr.h>
 
 #include "check.h"
+#include "codegen/cse.h"
 #include "core/eval.h"
 #include "doc/print.h"
 
@@ -90,13 +92,6 @@ static const char *namer(void *data, const ch_sym *s)
     return d->names[s->sid];
 }
 
-/* C names that read like the model, for exact-string tests. */
-static const char *plain_namer(void *data, const ch_sym *s)
-{
-    (void)data;
-    return s->name;
-}
-
 static ch_buf outbuf;
 
 static const char *show(const ch_expr *e, ch_style style)
@@ -106,23 +101,15 @@ static const char *show(const ch_expr *e, ch_style style)
     return outbuf.oom ? "<failed>" : outbuf.s ? outbuf.s : "";
 }
 
-static const char *show_c(const ch_expr *e)
-{
-    ch_buf_reset(&outbuf);
-    if (ch_print_c(&outbuf, e, plain_namer, NULL)) return "<failed>";
-    return outbuf.s ? outbuf.s : "";
-}
-
-/* All four renderings of one expression (NULL: not checked). */
+/* The three renderings of one expression (NULL: not checked). */
 static void expect(const ch_expr *e, const char *text, const char *sympy,
-                   const char *latex, const char *c)
+                   const char *latex)
 {
     CHECK(e != NULL);
     if (!e) return;
     if (text) CHECK_STR(show(e, CH_STYLE_TEXT), text);
     if (sympy) CHECK_STR(show(e, CH_STYLE_SYMPY), sympy);
     if (latex) CHECK_STR(show(e, CH_STYLE_LATEX), latex);
-    if (c) CHECK_STR(show_c(e), c);
 }
 
 /* ---- buf ---------------------------------------------------------------- */
@@ -235,138 +222,124 @@ static void test_error(void)
 
 static void test_sums_and_signs(void)
 {
-    expect(add(x, y), "x + y", "x + y", "x + y", "x + y");
-    expect(sub(x, mul(N(2), y)), "x - 2*y", "x - 2*y", "x - 2 y", "x - 2.0*y");
-    expect(sub(y, x), "-x + y", "-x + y", "-x + y", "-x + y");
-    expect(neg(add(x, y)), "-x - y", "-x - y", "-x - y", "-x - y");
-    expect(add(x, N(1)), "x + 1", "x + 1", "x + 1", "x + 1.0");
-    expect(sub(x, N(1)), "x - 1", "x - 1", "x - 1", "x - 1.0");
-    expect(add(x, Q(1, 3)), "x + 1/3", "x + 1/3", "x + \\frac{1}{3}",
-           "x + 0.33333333333333331");
-    expect(sub(x, Q(1, 3)), "x - 1/3", "x - 1/3", "x - \\frac{1}{3}",
-           "x - 0.33333333333333331");
-    expect(Q(-1, 3), "-1/3", "-1/3", "-\\frac{1}{3}", "-0.33333333333333331");
-    expect(N(-7), "-7", "-7", "-7", "-7.0");
-    expect(N(0), "0", "0", "0", "0.0");
+    expect(add(x, y), "x + y", "x + y", "x + y");
+    expect(sub(x, mul(N(2), y)), "x - 2*y", "x - 2*y", "x - 2 y");
+    expect(sub(y, x), "-x + y", "-x + y", "-x + y");
+    expect(neg(add(x, y)), "-x - y", "-x - y", "-x - y");
+    expect(add(x, N(1)), "x + 1", "x + 1", "x + 1");
+    expect(sub(x, N(1)), "x - 1", "x - 1", "x - 1");
+    expect(add(x, Q(1, 3)), "x + 1/3", "x + 1/3", "x + \\frac{1}{3}");
+    expect(sub(x, Q(1, 3)), "x - 1/3", "x - 1/3", "x - \\frac{1}{3}");
+    expect(Q(-1, 3), "-1/3", "-1/3", "-\\frac{1}{3}");
+    expect(N(-7), "-7", "-7", "-7");
+    expect(N(0), "0", "0", "0");
     /* the constant goes last whatever its sign, terms subtract */
     expect(add(sub(N(5), mul(Q(1, 2), x)), mul(N(3), y)), "-x/2 + 3*y + 5",
-           "-x/2 + 3*y + 5", "-\\frac{x}{2} + 3 y + 5", "-0.5*x + 3.0*y + 5.0");
-    expect(neg(mul(x, y)), "-x*y", "-x*y", "-x y", "-x*y");
+           "-x/2 + 3*y + 5", "-\\frac{x}{2} + 3 y + 5");
+    expect(neg(mul(x, y)), "-x*y", "-x*y", "-x y");
     expect(neg(mul(m, add(x, y))), "-m*(x + y)", "-m*(x + y)",
-           "-m \\left(x + y\\right)", "-m*(x + y)");
+           "-m \\left(x + y\\right)");
 }
 
 static void test_powers(void)
 {
-    expect(pw(x, 2), "x^2", "x**2", "x^{2}", "x*x");
-    expect(neg(pw(x, 2)), "-x^2", "-x**2", "-x^{2}", "-x*x");
+    expect(pw(x, 2), "x^2", "x**2", "x^{2}");
+    expect(neg(pw(x, 2)), "-x^2", "-x**2", "-x^{2}");
     /* (-x)^2 is x^2 and (-x)^3 is -x^3 canonically: no parenthesised minus */
-    expect(pw(neg(x), 2), "x^2", "x**2", "x^{2}", "x*x");
-    expect(pw(neg(x), 3), "-x^3", "-x**3", "-x^{3}", "-x*x*x");
-    expect(pw(x, 8), "x^8", "x**8", "x^{8}", "x*x*x*x*x*x*x*x");
-    expect(pw(x, 9), "x^9", "x**9", "x^{9}", "pow(x, 9.0)");
-    expect(pw(x, -1), "1/x", "1/x", "\\frac{1}{x}", "1.0/x");
-    expect(pw(x, -2), "1/x^2", "1/x**2", "\\frac{1}{x^{2}}", "1.0/(x*x)");
-    expect(pw(x, -9), "1/x^9", "1/x**9", "\\frac{1}{x^{9}}", "1.0/pow(x, 9.0)");
-    expect(dv(N(2), x), "2/x", "2/x", "\\frac{2}{x}", "2.0/x");
-    expect(dv(x, y), "x/y", "x/y", "\\frac{x}{y}", "x/y");
-    expect(dv(add(x, y), z), "(x + y)/z", "(x + y)/z", "\\frac{x + y}{z}", "(x + y)/z");
+    expect(pw(neg(x), 2), "x^2", "x**2", "x^{2}");
+    expect(pw(neg(x), 3), "-x^3", "-x**3", "-x^{3}");
+    expect(pw(x, 8), "x^8", "x**8", "x^{8}");
+    expect(pw(x, 9), "x^9", "x**9", "x^{9}");
+    expect(pw(x, -1), "1/x", "1/x", "\\frac{1}{x}");
+    expect(pw(x, -2), "1/x^2", "1/x**2", "\\frac{1}{x^{2}}");
+    expect(pw(x, -9), "1/x^9", "1/x**9", "\\frac{1}{x^{9}}");
+    expect(dv(N(2), x), "2/x", "2/x", "\\frac{2}{x}");
+    expect(dv(x, y), "x/y", "x/y", "\\frac{x}{y}");
+    expect(dv(add(x, y), z), "(x + y)/z", "(x + y)/z", "\\frac{x + y}{z}");
     expect(dv(m, mul(z, add(x, y))), "m/(z*(x + y))", "m/(z*(x + y))",
-           "\\frac{m}{z \\left(x + y\\right)}", "m/(z*(x + y))");
+           "\\frac{m}{z \\left(x + y\\right)}");
     expect(dv(x, mul(y, pw(z, 2))), "x/(y*z^2)", "x/(y*z**2)",
-           "\\frac{x}{y z^{2}}", "x/(y*z*z)");
+           "\\frac{x}{y z^{2}}");
     expect(dv(neg(x), mul(N(2), y)), "-x/(2*y)", "-x/(2*y)",
-           "-\\frac{x}{2 y}", "-0.5*x/y");
-    expect(ch_sqrt(ctx, x), "sqrt(x)", "sqrt(x)", "\\sqrt{x}", "sqrt(x)");
-    expect(pq(x, -1, 2), "1/sqrt(x)", "1/sqrt(x)", "\\frac{1}{\\sqrt{x}}",
-           "1.0/sqrt(x)");
+           "-\\frac{x}{2 y}");
+    expect(ch_sqrt(ctx, x), "sqrt(x)", "sqrt(x)", "\\sqrt{x}");
+    expect(pq(x, -1, 2), "1/sqrt(x)", "1/sqrt(x)", "\\frac{1}{\\sqrt{x}}");
     expect(mul(N(2), pq(x, -1, 2)), "2/sqrt(x)", "2/sqrt(x)",
-           "\\frac{2}{\\sqrt{x}}", "2.0/sqrt(x)");
-    expect(pq(x, 3, 2), "x^(3/2)", "x**(3/2)", "x^{\\frac{3}{2}}", "pow(x, 1.5)");
+           "\\frac{2}{\\sqrt{x}}");
+    expect(pq(x, 3, 2), "x^(3/2)", "x**(3/2)", "x^{\\frac{3}{2}}");
     expect(pq(x, -3, 2), "1/x^(3/2)", "1/x**(3/2)",
-           "\\frac{1}{x^{\\frac{3}{2}}}", "1.0/pow(x, 1.5)");
-    expect(pq(x, 1, 3), "x^(1/3)", "x**(1/3)", "x^{\\frac{1}{3}}",
-           "pow(x, 0.33333333333333331)");
+           "\\frac{1}{x^{\\frac{3}{2}}}");
+    expect(pq(x, 1, 3), "x^(1/3)", "x**(1/3)", "x^{\\frac{1}{3}}");
     expect(pw(sub(x, y), 2), "(-x + y)^2", "(-x + y)**2",
-           "\\left(-x + y\\right)^{2}", "(-x + y)*(-x + y)");
-    expect(pw(add(x, y), -1), "1/(x + y)", "1/(x + y)", "\\frac{1}{x + y}",
-           "1.0/(x + y)");
+           "\\left(-x + y\\right)^{2}");
+    expect(pw(add(x, y), -1), "1/(x + y)", "1/(x + y)", "\\frac{1}{x + y}");
     expect(ch_sqrt(ctx, add(x, y)), "sqrt(x + y)", "sqrt(x + y)",
-           "\\sqrt{x + y}", "sqrt(x + y)");
+           "\\sqrt{x + y}");
     /* sqrt(x^2) is not x: it is printed as it is */
-    expect(ch_sqrt(ctx, pw(x, 2)), "sqrt(x^2)", "sqrt(x**2)", "\\sqrt{x^{2}}",
-           "sqrt(x*x)");
+    expect(ch_sqrt(ctx, pw(x, 2)), "sqrt(x^2)", "sqrt(x**2)", "\\sqrt{x^{2}}");
     /* symbolic exponents: right associative, parenthesised when needed */
-    expect(ch_pow(ctx, x, y), "x^y", "x**y", "x^{y}", "pow(x, y)");
-    expect(ch_pow(ctx, x, ch_pow(ctx, y, z)), "x^y^z", "x**y**z", "x^{y^{z}}",
-           "pow(x, pow(y, z))");
+    expect(ch_pow(ctx, x, y), "x^y", "x**y", "x^{y}");
+    expect(ch_pow(ctx, x, ch_pow(ctx, y, z)), "x^y^z", "x**y**z", "x^{y^{z}}");
     expect(ch_pow(ctx, ch_pow(ctx, x, y), z), "(x^y)^z", "(x**y)**z",
-           "\\left(x^{y}\\right)^{z}", "pow(pow(x, y), z)");
-    expect(ch_pow(ctx, x, neg(y)), "x^(-y)", "x**(-y)", "x^{-y}", "pow(x, -y)");
+           "\\left(x^{y}\\right)^{z}");
+    expect(ch_pow(ctx, x, neg(y)), "x^(-y)", "x**(-y)", "x^{-y}");
     expect(ch_pow(ctx, add(x, N(1)), mul(N(2), y)), "(x + 1)^(2*y)",
-           "(x + 1)**(2*y)", "\\left(x + 1\\right)^{2 y}", "pow(x + 1.0, 2.0*y)");
-    expect(mul(m, ch_pow(ctx, x, y)), "m*x^y", "m*x**y", "m x^{y}", "m*pow(x, y)");
+           "(x + 1)**(2*y)", "\\left(x + 1\\right)^{2 y}");
+    expect(mul(m, ch_pow(ctx, x, y)), "m*x^y", "m*x**y", "m x^{y}");
     /* numeric bases */
-    expect(mul(ch_sqrt(ctx, N(2)), x), "sqrt(2)*x", "sqrt(2)*x", "\\sqrt{2} x",
-           "sqrt(2.0)*x");
+    expect(mul(ch_sqrt(ctx, N(2)), x), "sqrt(2)*x", "sqrt(2)*x", "\\sqrt{2} x");
     expect(mul(N(3), pq(N(2), 1, 3)), "3*2^(1/3)", "3*2**(1/3)",
-           "3 \\cdot 2^{\\frac{1}{3}}", "3.0*pow(2.0, 0.33333333333333331)");
+           "3 \\cdot 2^{\\frac{1}{3}}");
     expect(pq(N(-2), 1, 3), "(-2)^(1/3)", "(-2)**(1/3)",
-           "\\left(-2\\right)^{\\frac{1}{3}}", "pow(-2.0, 0.33333333333333331)");
-    expect(ch_pow(ctx, N(2), x), "2^x", "2**x", "2^{x}", "pow(2.0, x)");
+           "\\left(-2\\right)^{\\frac{1}{3}}");
+    expect(ch_pow(ctx, N(2), x), "2^x", "2**x", "2^{x}");
     expect(ch_pow(ctx, Q(1, 2), x), "(1/2)^x", "(1/2)**x",
-           "\\left(\\frac{1}{2}\\right)^{x}", "pow(0.5, x)");
+           "\\left(\\frac{1}{2}\\right)^{x}");
 }
 
 static void test_rationals_and_products(void)
 {
-    expect(mul(Q(1, 2), x), "x/2", "x/2", "\\frac{x}{2}", "0.5*x");
-    expect(mul(Q(-3, 2), x), "-3*x/2", "-3*x/2", "-\\frac{3 x}{2}", "-1.5*x");
-    expect(mul(Q(2, 3), mul(x, y)), "2*x*y/3", "2*x*y/3", "\\frac{2 x y}{3}",
-           "0.66666666666666663*x*y");
+    expect(mul(Q(1, 2), x), "x/2", "x/2", "\\frac{x}{2}");
+    expect(mul(Q(-3, 2), x), "-3*x/2", "-3*x/2", "-\\frac{3 x}{2}");
+    expect(mul(Q(2, 3), mul(x, y)), "2*x*y/3", "2*x*y/3", "\\frac{2 x y}{3}");
     expect(dv(mul(m, pw(xt, 2)), N(2)), "m*x'^2/2", "m*x_t**2/2",
-           "\\frac{m \\dot{x}^{2}}{2}", "0.5*m*x_t*x_t");
+           "\\frac{m \\dot{x}^{2}}{2}");
     expect(neg(dv(mul(g, m), mul(N(2), k_))), "-m*g/(2*k)", "-m*g/(2*k)",
-           "-\\frac{m g}{2 k}", "-0.5*m*g/k");
+           "-\\frac{m g}{2 k}");
     /* pi with the parameters, symbols before function calls */
-    expect(mul3(N(2), ch_pi(ctx), m), "2*pi*m", "2*pi*m", "2 \\pi m",
-           "2.0*3.1415926535897931*m");
+    expect(mul3(N(2), ch_pi(ctx), m), "2*pi*m", "2*pi*m", "2 \\pi m");
     expect(mul3(fn(CH_F_COS, phi), xt, m), "m*x'*cos(phi)", "m*x_t*cos(phi)",
-           "m \\dot{x} \\cos{\\left(\\phi\\right)}", "m*x_t*cos(phi)");
+           "m \\dot{x} \\cos{\\left(\\phi\\right)}");
     /* a function of parameters only reads as part of the coefficient */
     expect(mul3(x, fn(CH_F_SIN, alpha), mul(g, m)), "m*g*sin(alpha)*x",
-           "m*g*sin(alpha)*x", "m g \\sin{\\left(\\alpha\\right)} x",
-           "m*g*sin(alpha)*x");
-    expect(mul(t_, x), "t*x", "t*x", "t x", "t*x");
-    expect(mul(m, add(x, y)), "m*(x + y)", "m*(x + y)", "m \\left(x + y\\right)",
-           "m*(x + y)");
+           "m*g*sin(alpha)*x", "m g \\sin{\\left(\\alpha\\right)} x");
+    expect(mul(t_, x), "t*x", "t*x", "t x");
+    expect(mul(m, add(x, y)), "m*(x + y)", "m*(x + y)", "m \\left(x + y\\right)");
 }
 
 static void test_functions(void)
 {
-    expect(fn(CH_F_SIN, x), "sin(x)", "sin(x)", "\\sin{\\left(x\\right)}", "sin(x)");
+    expect(fn(CH_F_SIN, x), "sin(x)", "sin(x)", "\\sin{\\left(x\\right)}");
     expect(pw(fn(CH_F_SIN, x), 2), "sin(x)^2", "sin(x)**2",
-           "\\sin^{2}{\\left(x\\right)}", "sin(x)*sin(x)");
+           "\\sin^{2}{\\left(x\\right)}");
     expect(pw(fn(CH_F_COS, phi), -1), "1/cos(phi)", "1/cos(phi)",
-           "\\frac{1}{\\cos{\\left(\\phi\\right)}}", "1.0/cos(phi)");
+           "\\frac{1}{\\cos{\\left(\\phi\\right)}}");
     expect(fn(CH_F_SIN, add(pw(x, 2), N(1))), "sin(x^2 + 1)", "sin(x**2 + 1)",
-           "\\sin{\\left(x^{2} + 1\\right)}", "sin(x*x + 1.0)");
+           "\\sin{\\left(x^{2} + 1\\right)}");
     expect(ch_atan2(ctx, y, x), "atan2(y, x)", "atan2(y, x)",
-           "\\operatorname{atan2}{\\left(y, x\\right)}", "atan2(y, x)");
+           "\\operatorname{atan2}{\\left(y, x\\right)}");
     expect(fn(CH_F_ABS, sub(x, y)), "abs(-x + y)", "Abs(-x + y)",
-           "\\left|-x + y\\right|", "fabs(-x + y)");
-    expect(fn(CH_F_EXP, x), "exp(x)", "exp(x)", "e^{x}", "exp(x)");
+           "\\left|-x + y\\right|");
+    expect(fn(CH_F_EXP, x), "exp(x)", "exp(x)", "e^{x}");
     expect(pw(fn(CH_F_EXP, x), 2), "exp(x)^2", "exp(x)**2",
-           "\\left(e^{x}\\right)^{2}", "exp(x)*exp(x)");
-    expect(fn(CH_F_LOG, x), "log(x)", "log(x)", "\\log{\\left(x\\right)}", "log(x)");
-    expect(fn(CH_F_ASIN, x), "asin(x)", "asin(x)", "\\arcsin{\\left(x\\right)}",
-           "asin(x)");
-    expect(fn(CH_F_TANH, x), "tanh(x)", "tanh(x)", "\\tanh{\\left(x\\right)}",
-           "tanh(x)");
+           "\\left(e^{x}\\right)^{2}");
+    expect(fn(CH_F_LOG, x), "log(x)", "log(x)", "\\log{\\left(x\\right)}");
+    expect(fn(CH_F_ASIN, x), "asin(x)", "asin(x)", "\\arcsin{\\left(x\\right)}");
+    expect(fn(CH_F_TANH, x), "tanh(x)", "tanh(x)", "\\tanh{\\left(x\\right)}");
     expect(pq(fn(CH_F_COSH, x), 3, 2), "cosh(x)^(3/2)", "cosh(x)**(3/2)",
-           "\\cosh^{\\frac{3}{2}}{\\left(x\\right)}", "pow(cosh(x), 1.5)");
+           "\\cosh^{\\frac{3}{2}}{\\left(x\\right)}");
     expect(fn(CH_F_SIN, neg(x)), "-sin(x)", "-sin(x)",
-           "-\\sin{\\left(x\\right)}", "-sin(x)");
+           "-\\sin{\\left(x\\right)}");
 }
 
 static void test_mechanics_order(void)
@@ -377,30 +350,26 @@ static void test_mechanics_order(void)
     expect(L, "m*x'^2/2 + J*phi'^2/2 + m*g*sin(alpha)*x",
            "m*x_t**2/2 + J*phi_t**2/2 + m*g*sin(alpha)*x",
            "\\frac{m \\dot{x}^{2}}{2} + \\frac{J \\dot{\\phi}^{2}}{2} + "
-           "m g \\sin{\\left(\\alpha\\right)} x",
-           "0.5*m*x_t*x_t + 0.5*J*phi_t*phi_t + m*g*sin(alpha)*x");
+           "m g \\sin{\\left(\\alpha\\right)} x");
     /* a velocity hidden in a sum factor still counts for the grouping */
     const ch_expr *T = add(mul3(Q(1, 2), m, add(pw(xt, 2), pw(yt, 2))), mul(k_, x));
-    expect(T, "m*(x'^2 + y'^2)/2 + k*x", "m*(x_t**2 + y_t**2)/2 + k*x", NULL,
-           "0.5*m*(x_t*x_t + y_t*y_t) + k*x");
+    expect(T, "m*(x'^2 + y'^2)/2 + k*x", "m*(x_t**2 + y_t**2)/2 + k*x", NULL);
     /* quadratic form, then linear, then velocity-free */
     const ch_expr *terms[] = {yt, pw(yt, 2), mul(xt, yt), N(4), xt, pw(xt, 2), x};
     expect(ch_add_n(ctx, 7, terms), "x'^2 + x'*y' + y'^2 + x' + y' + x + 4",
-           "x_t**2 + x_t*y_t + y_t**2 + x_t + y_t + x + 4", NULL, NULL);
+           "x_t**2 + x_t*y_t + y_t**2 + x_t + y_t + x + 4", NULL);
     /* constraint and Euler-Lagrange expression */
     expect(sub(mul(fn(CH_F_SIN, phi), xt), mul(fn(CH_F_COS, phi), yt)),
            "x'*sin(phi) - y'*cos(phi)", "x_t*sin(phi) - y_t*cos(phi)",
-           "\\dot{x} \\sin{\\left(\\phi\\right)} - \\dot{y} \\cos{\\left(\\phi\\right)}",
-           "x_t*sin(phi) - y_t*cos(phi)");
+           "\\dot{x} \\sin{\\left(\\phi\\right)} - \\dot{y} \\cos{\\left(\\phi\\right)}");
     const ch_expr *EL = add(sub(mul(m, xtt), mul3(m, g, fn(CH_F_SIN, alpha))),
                             mul(lam1, fn(CH_F_SIN, phi)));
     expect(EL, "m*x'' + lambda_1*sin(phi) - m*g*sin(alpha)",
            "m*x_tt + lambda_1*sin(phi) - m*g*sin(alpha)",
            "m \\ddot{x} + \\lambda_{1} \\sin{\\left(\\phi\\right)} - "
-           "m g \\sin{\\left(\\alpha\\right)}",
-           "m*x_tt + lambda_1*sin(phi) - m*g*sin(alpha)");
+           "m g \\sin{\\left(\\alpha\\right)}");
     expect(add(mul(J, phitt), mul3(k_, phit, xt)), "J*phi'' + k*x'*phi'",
-           "J*phi_tt + k*x_t*phi_t", "J \\ddot{\\phi} + k \\dot{x} \\dot{\\phi}", NULL);
+           "J*phi_tt + k*x_t*phi_t", "J \\ddot{\\phi} + k \\dot{x} \\dot{\\phi}");
 }
 
 /* The same expressions built in another context in the opposite order must
@@ -465,11 +434,6 @@ static void test_order_independence(void)
             CHECK_MSG(b1.s && b2.s && strcmp(b1.s, b2.s) == 0, "%s vs %s",
                       b1.s ? b1.s : "(null)", b2.s ? b2.s : "(null)");
         }
-        ch_buf_reset(&b1);
-        ch_buf_reset(&b2);
-        CHECK(ch_print_c(&b1, e1[i], plain_namer, NULL) == 0);
-        CHECK(ch_print_c(&b2, e2[i], plain_namer, NULL) == 0);
-        CHECK(b1.s && b2.s && strcmp(b1.s, b2.s) == 0);
     }
     ch_buf_reset(&b1);
     ch_print(&b1, e1[0], CH_STYLE_TEXT);
@@ -608,10 +572,6 @@ static void test_constants(void)
     CHECK(q_to_d(0, 1) == 0.0);
     /* 2/3 truncated to 53 bits is 0.66666666666666652: rounding differs */
     CHECK(q_to_d(2, 3) != 0.66666666666666652);
-    expect(Q(1, 10), NULL, NULL, NULL, "0.10000000000000001");
-    expect(Q(2, 3), NULL, NULL, NULL, "0.66666666666666663");
-    expect(Q(1, 3), NULL, NULL, NULL, "0.33333333333333331");
-    expect(mul(Q(2, 3), x), NULL, NULL, NULL, "0.66666666666666663*x");
     /* small p, q: IEEE division is correctly rounded, so it is the oracle */
     flint_rand_t st;
     flint_randinit(st);
@@ -744,73 +704,6 @@ static void test_constants(void)
     flint_randclear(st);
 }
 
-/* ---- C specifics ---------------------------------------------------------- */
-
-static void test_c_specifics(void)
-{
-    namer_data nd;
-    memset(&nd, 0, sizeof nd);
-    ch_buf b;
-    ch_buf_init(&b);
-    /* a symbol the namer refuses fails the whole expression and leaves
-     * the buffer as it was */
-    ch_buf_put(&b, "keep");
-    nd.forbidden = y;
-    CHECK(ch_print_c(&b, add(mul(N(2), x), fn(CH_F_SIN, y)), namer, &nd) == -1);
-    CHECK_STR(b.s, "keep");
-    CHECK(!b.oom);
-    nd.forbidden = NULL;
-    ch_buf_reset(&b);
-    CHECK(ch_print_c(&b, add(mul(N(2), x), fn(CH_F_SIN, y)), namer, &nd) == 0);
-    char want[64];
-    snprintf(want, sizeof want, "2.0*v[%u] + sin(v[%u])", (unsigned)ch_sym_of(x)->sid,
-             (unsigned)ch_sym_of(y)->sid);
-    CHECK_STR(b.s, want);
-    /* pi never goes through the namer */
-    nd.forbidden = ch_pi(ctx);
-    ch_buf_reset(&b);
-    CHECK(ch_print_c(&b, mul(N(2), ch_pi(ctx)), namer, &nd) == 0);
-    CHECK_STR(b.s, "2.0*3.1415926535897931");
-    CHECK(ch_print_c(&b, NULL, namer, &nd) == -1);
-    ch_buf_free(&b);
-    /* literals are always doubles */
-    expect(mul(N(3), x), NULL, NULL, NULL, "3.0*x");
-    expect(mul(Q(1, 1024), x), NULL, NULL, NULL, "0.0009765625*x");
-    expect(mul(ch_num_decimal(ctx, "1e300", 5), x), NULL, NULL, NULL, "1.0000000000000001e+300*x");
-    expect(mul(ch_num_decimal(ctx, "1e400", 5), x), NULL, NULL, NULL, "HUGE_VAL*x");
-    expect(mul(ch_num_decimal(ctx, "1e-400", 6), x), NULL, NULL, NULL, "0.0*x");
-    expect(mul(N(100000), x), NULL, NULL, NULL, "100000.0*x");
-    /* small bases are repeated, larger ones go to pow(): repeating them
-     * would multiply the text, exponentially for nested powers */
-    expect(pw(add(x, y), 2), NULL, NULL, NULL, "(x + y)*(x + y)");
-    expect(pw(fn(CH_F_SIN, x), 3), NULL, NULL, NULL, "sin(x)*sin(x)*sin(x)");
-    expect(pw(fn(CH_F_SIN, add(x, mul(x, y))), 2), NULL, NULL, NULL,
-           "pow(sin(x*y + x), 2.0)");
-    expect(pw(fn(CH_F_SIN, add(x, mul(x, y))), -2), NULL, NULL, NULL,
-           "1.0/pow(sin(x*y + x), 2.0)");
-    {
-        const ch_expr *e = x;
-        for (int i = 0; i < 60; i++) e = add(mul(pw(e, -3), y), N(1));
-        const char *s = show_c(e);
-        CHECK_MSG(strlen(s) < 60 * 40, "%zu bytes", strlen(s));
-    }
-    /* no "--" or "- -" anywhere */
-    const ch_expr *tricky[] = {
-        neg(pw(x, -2)), sub(N(0), mul(Q(-1, 2), neg(x))), neg(fn(CH_F_COS, neg(x))),
-        ch_pow(ctx, neg(x), neg(y)), sub(neg(x), neg(neg(y))), mul(neg(x), pq(neg(y), -1, 2)),
-    };
-    for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
-        const char *s = show_c(tricky[i]);
-        CHECK_MSG(!strstr(s, "--") && !strstr(s, "- -") && !strstr(s, "+ -") &&
-                      !strstr(s, "*-") && !strstr(s, "/-"),
-                  "%s", s);
-        s = show(tricky[i], CH_STYLE_TEXT);
-        CHECK_MSG(!strstr(s, "--") && !strstr(s, "- -") && !strstr(s, "+ -") &&
-                      !strstr(s, "*-") && !strstr(s, "/-") && !strstr(s, "^-"),
-                  "%s", s);
-    }
-}
-
 /* ---- failure paths ---------------------------------------------------------- */
 
 static void test_failures(void)
@@ -827,8 +720,6 @@ static void test_failures(void)
     ch_buf_init(&b);
     ch_print(&b, e, CH_STYLE_SYMPY);
     CHECK(b.oom);
-    ch_buf_reset(&b);
-    CHECK(ch_print_c(&b, e, plain_namer, NULL) == -1);
     ch_buf_free(&b);
     /* a moderately deep one prints */
     e = x;
@@ -1105,12 +996,18 @@ static int write_c_program(const char *path, const ch_expr *const *es, size_t n,
     ch_buf_init(&b);
     int ok = 0;
     for (size_t i = 0; i < n; i++) {
-        ch_buf_reset(&b);
-        if (ch_print_c(&b, es[i], namer, nd)) ok = -1;
-        fprintf(f, "static double f%zu(const double *v)\n{\n    (void)v;\n    return %s;\n}\n",
-                i, b.s ? b.s : "0");
+        ch_cse_prog prog;
+        ch_error err;
+        ch_error_clear(&err);
+        if (ch_cse_build(ctx, 1, es + i, namer, nd, "w", "    ", &prog, &err)) {
+            ok = -1;
+            fprintf(f, "static double f%zu(const double *v)\n{\n    (void)v;\n    return 0;\n}\n", i);
+            continue;
+        }
+        fprintf(f, "static double f%zu(const double *v)\n{\n    (void)v;\n%s    return %s;\n}\n",
+                i, prog.body.s ? prog.body.s : "", prog.ref[0]);
+        ch_cse_prog_free(&prog);
     }
-    ch_buf_free(&b);
     size_t nsyms = ch_ctx_nsyms(ctx);
     fprintf(f, "int main(void)\n{\n    static const double v[%zu] = {", nsyms);
     for (size_t i = 0; i < nsyms; i++) fprintf(f, "%s%zu.0 / 7.0", i ? ", " : "", i + 3);
@@ -1134,7 +1031,7 @@ static void check_program_output(const char *cmd, const ch_expr *const *es, size
     while (i < n && fgets(line, sizeof line, p)) {
         double got = strtod(line, NULL), want = eval_ref(es[i], v);
         CHECK_MSG(close_rel(got, want), "%s f%zu = %s: got %.17g, want %.17g", who, i,
-                  show_c(es[i]), got, want);
+                  show(es[i], CH_STYLE_TEXT), got, want);
         i++;
     }
     CHECK(pclose(p) == 0);
@@ -1148,8 +1045,7 @@ static void test_c_compiles(void)
     snprintf(src, sizeof src, "%s/exprs.c", dir);
     const ch_expr *es[64];
     size_t n = corpus(es);
-    /* plus the HUGE_VAL and subnormal literals */
-    es[n++] = mul(ch_num_decimal(ctx, "1e400", 5), x);
+    /* plus a subnormal literal */
     es[n++] = mul(ch_num_decimal(ctx, "5e-324", 6), x);
     namer_data nd;
     memset(&nd, 0, sizeof nd);
@@ -1223,7 +1119,6 @@ int main(void)
     RUN(test_latex_names);
     RUN(test_json);
     RUN(test_constants);
-    RUN(test_c_specifics);
     RUN(test_failures);
     RUN(test_shared_text);
     RUN(test_sympy_roundtrip);

@@ -368,17 +368,16 @@ static uint32_t mk_leaf(cse *s, const char *text)
     return mk_raw(s, K_LEAF, NULL, text, NULL, 0, 0, NULL, NULL);
 }
 
-/* A nonnegative double as a C literal (correctly rounded, 17 digits). */
-static void put_double(ch_buf *b, double v)
+void ch_c_double(ch_buf *b, double v)
 {
-    if (isinf(v)) {
-        ch_buf_put(b, "HUGE_VAL");
+    if (isinf(v) || isnan(v)) {
+        ch_buf_put(b, isnan(v) ? "NAN" : v < 0 ? "-HUGE_VAL" : "HUGE_VAL");
         return;
     }
     char tmp[64];
     snprintf(tmp, sizeof tmp, "%.17g", v);
     ch_buf_put(b, tmp);
-    if (!strpbrk(tmp, ".eEn")) ch_buf_put(b, ".0");
+    if (!strpbrk(tmp, ".eE")) ch_buf_put(b, ".0");
 }
 
 static void put_abs_q(ch_buf *b, const fmpq_t q)
@@ -386,7 +385,7 @@ static void put_abs_q(ch_buf *b, const fmpq_t q)
     fmpq_t a;
     fmpq_init(a);
     fmpq_abs(a, q);
-    put_double(b, ch_fmpq_to_double(a));
+    ch_c_double(b, ch_fmpq_to_double(a));
     fmpq_clear(a);
 }
 
@@ -598,7 +597,7 @@ static uint32_t mk_pow_lit(cse *s, uint32_t b, double x)
 {
     ch_buf r;
     ch_buf_init(&r);
-    put_double(&r, x);
+    ch_c_double(&r, x);
     if (r.oom) oom(s);
     uint32_t v = mk_call(s, "pow", b, mk_leaf(s, r.s ? r.s : "0.0"));
     ch_buf_free(&r);

@@ -83,6 +83,12 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
                         const char *tmp, const char *indent, ch_cse_prog *out,
                         ch_error *err);
 
+/* A double as a C99 literal, the one way emitted code writes a number:
+ * 17 significant digits (a correctly rounded double reads back exactly),
+ * ".0" added to an integer so that C never reads it as one, HUGE_VAL with
+ * its sign for an infinity, NAN for not a number. */
+void ch_c_double(ch_buf *b, double v);
+
 /* "a adds, m muls, d divs, c calls" */
 void ch_opcount_print(ch_buf *b, const ch_opcount *c);
 

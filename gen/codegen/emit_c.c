@@ -130,18 +130,6 @@ static void put_cstring(ch_buf *b, const char *s)
     ch_buf_putc(b, '"');
 }
 
-static void put_double(ch_buf *b, double v)
-{
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, "%.17g", v);
-    if (strpbrk(tmp, "ni")) { /* inf/nan cannot come from a parsed model */
-        ch_buf_put(b, "0.0");
-        return;
-    }
-    ch_buf_put(b, tmp);
-    if (!strpbrk(tmp, ".eE")) ch_buf_put(b, ".0");
-}
-
 static int set_names(emitter *e)
 {
     e->nsyms = ch_ctx_nsyms(e->ctx);
@@ -550,7 +538,7 @@ static void put_newton_start(emitter *e, ch_buf *b, const char *indent)
     for (size_t nu = 0; nu < e->k; nu++) {
         int d = mf->dep[nu];
         ch_buf_printf(b, "%s    v[%d] = ", indent, d);
-        put_double(b, mf->v0 ? mf->v0[d] : e->m->qt0[d]);
+        ch_c_double(b, mf->v0 ? mf->v0[d] : e->m->qt0[d]);
         ch_buf_put(b, ";\n");
     }
     ch_buf_printf(b, "%s}\n", indent);
@@ -809,12 +797,12 @@ static void fun_state_from(emitter *e)
     ch_buf_printf(b, "void %s_initial(double *x)\n{\n    static const double q[%zu] = {", e->P, n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->d->init.q[i]);
+        ch_c_double(b, e->d->init.q[i]);
     }
     ch_buf_printf(b, "};\n    static const double qt[%zu] = {", n);
     for (size_t i = 0; i < n; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->d->init.qt[i]);
+        ch_c_double(b, e->d->init.qt[i]);
     }
     ch_buf_printf(b, "};\n    (void)%s_state_from(0.0, q, qt, %s_param_defaults, x);\n}\n\n",
                   e->P, e->P);
@@ -2577,7 +2565,7 @@ static void put_tables(emitter *e, ch_buf *b)
     ch_buf_printf(b, "};\nconst double %s_param_defaults[%s] = {", e->P, d);
     for (size_t i = 0; i < np; i++) {
         ch_buf_put(b, i ? ", " : "");
-        put_double(b, e->m->param_default[i]);
+        ch_c_double(b, e->m->param_default[i]);
     }
     ch_buf_put(b, np ? "};\n" : "0.0};\n");
     /* Output columns. */

@@ -42,8 +42,6 @@ enum { P_ANY = 0, P_SUM = 1, P_PROD = 2, P_NEG = 3, P_POW = 4, P_ATOM = 5 };
  * printed formula this deep is unreadable anyway, and the stack is finite. */
 #define PRINT_MAX_DEPTH 3000
 
-#define STYLE_C 3 /* beside the ch_style values */
-
 /* The orders a node's pairs are cached in (note.order). */
 enum {
     ORD_MUL_DISPLAY = 0, /* permutation of a MUL's factors for display */
@@ -90,7 +88,7 @@ typedef struct {
     int failed;
     int depth;
     int max_depth;        /* deepest emit nesting so far (for span.depth) */
-    int reuse;            /* copy repeated text (not for C: the namer may count) */
+    int reuse;            /* copy repeated text */
     ch_map spans_at;      /* (id << 3 | need) -> index + 1 into spans */
     span *spans;
     size_t nspans, cap_spans;
@@ -206,9 +204,6 @@ static uint32_t *perm_alloc(printer *pr, size_t count)
 static const char *const sympy_fun[CH_F_COUNT] = {
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
     "sinh", "cosh", "tanh", "exp", "log", "Abs"};
-static const char *const c_fun[CH_F_COUNT] = {
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-    "sinh", "cosh", "tanh", "exp", "log", "fabs"};
 static const char *const latex_fun[CH_F_COUNT] = {
     "\\sin", "\\cos", "\\tan", "\\arcsin", "\\arccos", "\\arctan",
     "\\operatorname{atan2}", "\\sinh", "\\cosh", "\\tanh", NULL, "\\log",
@@ -222,7 +217,6 @@ static const char *fun_name(int style, unsigned f)
     if (f >= CH_F_COUNT) return NULL;
     switch (style) {
     case CH_STYLE_SYMPY: return sympy_fun[f];
-    case STYLE_C: return c_fun[f];
     case CH_STYLE_LATEX: return latex_fun[f];
     default: {
         const char *s = ch_fun_name((ch_fun)f);
@@ -598,42 +592,17 @@ static void put_fmpz_abs(printer *pr, const fmpz_t z)
     flint_free(s);
 }
 
-/* A positive double as a C double literal: always with '.' or an exponent
- * so that C never reads it as an integer. */
-static void put_c_double(printer *pr, double v)
-{
-    if (isinf(v)) {
-        put(pr, "HUGE_VAL");
-        return;
-    }
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, "%.17g", v);
-    put(pr, tmp);
-    if (!strpbrk(tmp, ".eEn")) put(pr, ".0");
-}
-
-static void put_c_abs_q(printer *pr, const fmpq *q)
-{
-    fmpq_t a;
-    fmpq_init(a);
-    fmpq_abs(a, q);
-    put_c_double(pr, ch_fmpq_to_double(a));
-    fmpq_clear(a);
-}
-
-static int num_prec(const printer *pr, const fmpq *q)
+static int num_prec(const fmpq *q)
 {
     if (fmpq_sgn(q) < 0) return P_NEG;
-    if (pr->style == STYLE_C || fmpz_is_one(fmpq_denref(q))) return P_ATOM;
+    if (fmpz_is_one(fmpq_denref(q))) return P_ATOM;
     return P_PROD;
 }
 
 static void put_q_abs(printer *pr, const fmpq *q)
 {
     const fmpz *p = fmpq_numref(q), *d = fmpq_denref(q);
-    if (pr->style == STYLE_C) {
-        put_c_abs_q(pr, q);
-    } else if (fmpz_is_one(d)) {
+    if (fmpz_is_one(d)) {
         put_fmpz_abs(pr, p);
     } else if (pr->style == CH_STYLE_LATEX) {
         put(pr, "\\frac{");
@@ -660,7 +629,7 @@ static void close_paren(printer *pr, int wrap)
 
 static void emit_num(printer *pr, const fmpq *q, int need)
 {
-    int wrap = num_prec(pr, q) < need;
+    int wrap = num_prec(q) < need;
     open_paren(pr, wrap);
     if (fmpq_sgn(q) < 0) put(pr, "-");
     put_q_abs(pr, q);
@@ -672,35 +641,6 @@ static void emit_num(printer *pr, const fmpq *q, int need)
 static int is_half(const fmpq *q)
 {
     return fmpz_is_one(fmpq_numref(q)) && fmpz_cmp_ui(fmpq_denref(q), 2) == 0;
-}
-
-/* C writes b^k as the product b*b*...*b for integer 2 <= k <= this ... */
-#define C_MAX_REPEAT 8
-/* ... when b is a tree of at most this many nodes. Repeating a larger base
- * would multiply its text (exponentially so for nested powers) and its
- * evaluation; such powers use pow(). Emitted kernels are CSE'd first, so
- * their bases are mostly temporaries and get the products. */
-#define C_REPEAT_MAX_NODES 4
-
-/* Does the tree below e have at most `budget` nodes? Stops early. */
-static int tree_within(const ch_expr *e, int *budget)
-{
-    if (--*budget < 0) return 0;
-    switch (e->kind) {
-    case CH_NUM:
-    case CH_SYM: return 1;
-    default: /* sums, products, function arguments, a power's base and exponent */
-        for (uint32_t k = 0; k < e->n; k++)
-            if (!tree_within(e->pair[k].e, budget)) return 0;
-        return 1;
-    }
-}
-
-static int c_repeat(const ch_expr *base, const fmpq *q)
-{
-    int budget = C_REPEAT_MAX_NODES;
-    return fmpz_is_one(fmpq_denref(q)) && fmpz_cmp_ui(fmpq_numref(q), 2) >= 0 &&
-           fmpz_cmp_ui(fmpq_numref(q), C_MAX_REPEAT) <= 0 && tree_within(base, &budget);
 }
 
 /* LaTeX writes f(x)^k as \sin^{k}{\left(x\right)} for these. */
@@ -719,7 +659,6 @@ static int factor_prec(printer *pr, const ch_expr *base, const fmpq *exp)
         return p < P_POW ? P_ATOM : p; /* wrapped below power level */
     }
     if (is_half(exp)) return P_ATOM;
-    if (pr->style == STYLE_C) return c_repeat(base, exp) ? P_PROD : P_ATOM;
     return P_POW;
 }
 
@@ -759,15 +698,8 @@ static uint32_t pview_first(const printer *pr, const pview *v, int sign)
 static int pview_prec(printer *pr, const pview *v, int with_sign)
 {
     if (with_sign && fmpq_sgn(v->coef) < 0) return P_NEG;
-    int c_style = pr->style == STYLE_C;
-    int coef_item, has_den;
-    if (c_style) {
-        coef_item = !fmpq_is_pm1(v->coef);
-        has_den = v->nden > 0;
-    } else {
-        coef_item = !fmpz_is_pm1(fmpq_numref(v->coef));
-        has_den = !fmpz_is_one(fmpq_denref(v->coef)) || v->nden > 0;
-    }
+    int coef_item = !fmpz_is_pm1(fmpq_numref(v->coef));
+    int has_den = !fmpz_is_one(fmpq_denref(v->coef)) || v->nden > 0;
     if (has_den) return P_PROD;
     uint32_t items = (uint32_t)coef_item + v->nnum;
     if (items >= 2) return P_PROD;
@@ -779,11 +711,11 @@ static int pview_prec(printer *pr, const pview *v, int with_sign)
 static int expr_prec(printer *pr, const ch_expr *e)
 {
     switch (e->kind) {
-    case CH_NUM: return num_prec(pr, e->num);
+    case CH_NUM: return num_prec(e->num);
     case CH_SYM: return P_ATOM;
     case CH_FUN:
         return pr->style == CH_STYLE_LATEX && e->fun == CH_F_EXP ? P_POW : P_ATOM;
-    case CH_POW: return pr->style == STYLE_C ? P_ATOM : P_POW;
+    case CH_POW: return P_POW;
     case CH_MUL: {
         pview v;
         int p = P_ATOM;
@@ -801,7 +733,7 @@ static int expr_prec(printer *pr, const ch_expr *e)
             pview_clear(&v);
             return p;
         }
-        return num_prec(pr, e->num);
+        return num_prec(e->num);
     }
 }
 
@@ -814,18 +746,10 @@ static void emit_sym(printer *pr, const ch_sym *s)
 {
     const char *base = s->base ? s->base : s->name ? s->name : "";
     if (s->kind == CH_SYM_PI) {
-        put(pr, pr->style == STYLE_C          ? "3.1415926535897931"
-                : pr->style == CH_STYLE_LATEX ? "\\pi"
-                                              : "pi");
+        put(pr, pr->style == CH_STYLE_LATEX ? "\\pi" : "pi");
         return;
     }
     switch (pr->style) {
-    case STYLE_C: {
-        const char *c = pr->namer ? pr->namer(pr->data, s) : NULL;
-        if (!c) fail(pr);
-        else put(pr, c);
-        return;
-    }
     case CH_STYLE_SYMPY: {
         const char *r = pr->namer ? pr->namer(pr->data, s) : NULL;
         put(pr, r ? r : s->name ? s->name : "");
@@ -909,21 +833,6 @@ static void emit_factor(printer *pr, const ch_expr *base, const fmpq *exp)
         return;
     }
     switch (pr->style) {
-    case STYLE_C:
-        if (c_repeat(base, exp)) {
-            slong k = fmpz_get_si(fmpq_numref(exp));
-            for (slong i = 0; i < k; i++) {
-                if (i) put(pr, "*");
-                emit(pr, base, P_POW);
-            }
-        } else {
-            put(pr, "pow(");
-            emit(pr, base, P_ANY);
-            put(pr, ", ");
-            put_c_abs_q(pr, exp);
-            put(pr, ")");
-        }
-        return;
     case CH_STYLE_LATEX:
         if (latex_fun_powable(base)) {
             emit_fun(pr, base, exp);
@@ -1012,20 +921,14 @@ static void emit_prod_latex(printer *pr, const pview *v)
 
 static void emit_prod_infix(printer *pr, const pview *v)
 {
-    int c_style = pr->style == STYLE_C;
     const fmpz *p = fmpq_numref(v->coef), *q = fmpq_denref(v->coef);
     int first = 1;
-    if (c_style) {
-        if (!fmpq_is_pm1(v->coef) || v->nnum == 0) {
-            put_c_abs_q(pr, v->coef);
-            first = 0;
-        }
-    } else if (!fmpz_is_pm1(p) || v->nnum == 0) {
+    if (!fmpz_is_pm1(p) || v->nnum == 0) {
         put_fmpz_abs(pr, p);
         first = 0;
     }
     emit_factors(pr, v, 1, first, 0);
-    int q_item = !c_style && !fmpz_is_one(q);
+    int q_item = !fmpz_is_one(q);
     uint32_t items = (uint32_t)q_item + v->nden;
     if (items == 0) return;
     put(pr, "/");
@@ -1071,13 +974,6 @@ static void emit_sum(printer *pr, const ch_expr *e)
 static void emit_pow(printer *pr, const ch_expr *e)
 {
     switch (pr->style) {
-    case STYLE_C:
-        put(pr, "pow(");
-        emit(pr, e->pair[0].e, P_ANY);
-        put(pr, ", ");
-        emit(pr, e->pair[1].e, P_ANY);
-        put(pr, ")");
-        return;
     case CH_STYLE_LATEX:
         emit(pr, e->pair[0].e, P_ATOM);
         put(pr, "^{");
@@ -1255,28 +1151,6 @@ void ch_print(ch_buf *out, const ch_expr *e, ch_style style)
     }
     ch_printer_put(p, out, e);
     ch_printer_free(p);
-}
-
-int ch_print_c(ch_buf *out, const ch_expr *e, ch_c_namer namer, void *data)
-{
-    size_t start = out->len;
-    printer pr;
-    printer_init(&pr, out, STYLE_C);
-    pr.namer = namer;
-    pr.data = data;
-    emit(&pr, e, P_ANY);
-    int failed = pr.failed || out->oom;
-    printer_clear(&pr);
-    if (failed) {
-        /* Drop the partial text so the caller's buffer holds only what
-         * it had before. */
-        if (!out->oom) {
-            out->len = start;
-            if (out->s) out->s[start] = '\0';
-        }
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */

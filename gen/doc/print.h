@@ -1,4 +1,4 @@
-/* print.h — expressions as text, LaTeX, SymPy and C.
+/* print.h — expressions as text, LaTeX and SymPy (C is codegen/cse.h's).
  *
  * Display order is the printer's own (numbers last in sums, symbols by
  * kind, declared index and name, then by structure), independent of the
@@ -6,8 +6,7 @@
  *
  * Symbol names come from ch_sym: text writes q' and q'' for velocities and
  * accelerations, LaTeX \dot{q} and \ddot{q}, SymPy the SPEC §3 names (q_t,
- * q_tt). C output never writes a model name: every symbol goes through the
- * caller's namer, which maps it to checked C text (e.g. "x[2]"). */
+ * q_tt), or the caller's namer's text. */
 #ifndef CH_PRINT_H
 #define CH_PRINT_H
 
@@ -33,13 +32,6 @@ void ch_printer_free(ch_printer *p);
 /* The SymPy style's names: namer(data, s) (ch_c_namer, expr.h) returns
  * the text of symbol s, or NULL for its own name. */
 void ch_printer_set_namer(ch_printer *p, ch_c_namer namer, void *data);
-
-/* C99 expression text: small integer powers as products (x*x*x, 1/(x*x)),
- * other powers with pow/sqrt/cbrt, rational constants as correctly rounded
- * doubles printed with 17 significant digits. The namer returns the C text
- * of a symbol or NULL when the symbol may not appear (then the printer
- * fails). Returns 0, or -1 on failure. */
-int ch_print_c(ch_buf *out, const ch_expr *e, ch_c_namer namer, void *data);
 
 /* A JSON string literal ("..." with escapes, control bytes as \u00XX). */
 void ch_print_json_string(ch_buf *out, const char *s);
