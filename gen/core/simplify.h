@@ -1,6 +1,5 @@
-/* simplify.h — expansion and the polynomial normal form.
+/* simplify.h — the polynomial normal form (expansion: expand.h).
  *
- * expand distributes products over sums and integer powers of sums.
  * The normal form maps an expression to a quotient of polynomials (FLINT
  * fmpq_mpoly) over "atoms": symbols, function calls, non-numeric powers and
  * the q-th roots u^(1/q) of non-polynomial radicals. The numerator is
@@ -12,16 +11,8 @@
 #ifndef CH_SIMPLIFY_H
 #define CH_SIMPLIFY_H
 
+#include "core/expand.h"
 #include "core/expr.h"
-
-/* Memoized in the context. NULL on failure. */
-const ch_expr *ch_expand(ch_ctx *ctx, const ch_expr *e);
-
-/* An estimate of the tree size of ch_expand(e) if nothing cancelled, in
- * time linear in the DAG (the expansion itself can take far longer): an
- * expansion whose estimate is many times the size of e will not print
- * shorter unless most of it cancels. */
-double ch_expand_size_bound(const ch_expr *e);
 
 /* 1: e is proven identically zero by the normal form; 0: not proven
  * (maybe nonzero, maybe beyond the normal form); -1: failure (e.g. the

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/diff.h"
 #include "core/matrix.h"
 #include "core/simplify.h"
