@@ -964,11 +964,16 @@ static void test_spd_solve(void)
     ch_buf h;
     ch_buf_init(&h);
     ch_opcount ops4 = {0, 0, 0, 0}, ops3 = {0, 0, 0, 0};
+    unsigned char read4[16] = {0}, read3[9] = {0};
     ch_buf_put(&h, "#include <math.h>\n#include <stdio.h>\n"
                    "static int s4(const double *A, double *f)\n{\n");
-    ch_emit_spd_solve(&h, 4, "A[%zu]", "f[%zu]", nz4, "return 2;", &ops4);
+    ch_emit_spd_solve(&h, 4, "A[%zu]", "f[%zu]", nz4, "return 2;", &ops4, read4);
     ch_buf_put(&h, "    return 0;\n}\nstatic int s3(const double *A, double *f)\n{\n");
-    ch_emit_spd_solve(&h, 3, "A[%zu]", "f[%zu]", nz3, "return 2;", &ops3);
+    ch_emit_spd_solve(&h, 3, "A[%zu]", "f[%zu]", nz3, "return 2;", &ops3, read3);
+    /* the entries read: the diagonal and the lower triangle's nonzeros */
+    for (size_t i = 0; i < 16; i++)
+        CHECK_MSG(read4[i] == (i % 5 == 0 || (i / 4 > i % 4 && nz4[i])), "read4[%zu]", i);
+    for (size_t i = 0; i < 9; i++) CHECK_MSG(read3[i] == (i % 4 == 0), "read3[%zu]", i);
     ch_buf_put(&h,
         "    return 0;\n}\nint main(void)\n{\n"
         "    const double A[16] = {4, 1, 0.5, 0, 1, 3, 0.2, 0.1, 0.5, 0.2, 2, 0.3, 0, 0.1, 0.3, 1};\n"

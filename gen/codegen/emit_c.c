@@ -1582,8 +1582,56 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
     keep_cheaper(e, &p3, out, best, val, fused, 0, 1);
 }
 
+/* The values of kn_dyn that kn_acc's numeric solve reads
+ * (ch_redsolve_reads): where it leaves some unread, *outs and *plain
+ * (kn_dyn's outputs, factored and as derived) are replaced by copies with
+ * those values 0, so that no program of the values computes one (an
+ * unused variable). A value that is also a value read (M's other
+ * triangle) is computed anyway and stays. 0, or -1 with the emitter
+ * failed. */
+static int read_values(emitter *e, const ch_expr *const **outs, const ch_expr *const **plain)
+{
+    size_t nd = e->ndyn, unread = 0;
+    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    unsigned char *read = ch_ctx_alloc(e->ctx, nd + 1);
+    if (!read || ch_redsolve_reads(&in, read)) {
+        e->failed = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < nd; i++) unread += e->dyn_nz[i] && !read[i];
+    if (!unread) return 0;
+    ch_map seen; /* node id -> 1: the values read */
+    ch_map_init(&seen);
+    int oom = 0;
+    for (size_t i = 0; i < nd; i++)
+        if (read[i])
+            oom |= ch_map_put(&seen, (*outs)[i]->id, (void *)1) ||
+                   ch_map_put(&seen, (*plain)[i]->id, (void *)1);
+    unread = 0;
+    for (size_t i = 0; i < nd && !oom; i++) {
+        read[i] |= !e->dyn_nz[i] || ch_map_get(&seen, (*outs)[i]->id) ||
+                   ch_map_get(&seen, (*plain)[i]->id);
+        unread += !read[i];
+    }
+    ch_map_free(&seen);
+    if (oom) {
+        e->failed = 1;
+        return -1;
+    }
+    if (!unread) return 0;
+    const ch_expr **o = earr(e, nd), **pl = earr(e, nd);
+    if (!o || !pl) return -1;
+    for (size_t i = 0; i < nd; i++) {
+        o[i] = read[i] ? (*outs)[i] : ch_zero(e->ctx);
+        pl[i] = read[i] ? (*plain)[i] : ch_zero(e->ctx);
+    }
+    *outs = o, *plain = pl;
+    return 0;
+}
+
 /* The program of kn_dyn's values for kn_acc's body, with the temporaries'
- * stem "w" (kn_acc's own names differ). *val is the index of the first
+ * stem "w" (kn_acc's own names differ); only those the solve reads
+ * (read_values). *val is the index of the first
  * value among the program's outputs, *fused says whether the program
  * also writes the dependent velocities into v (then the rhs does not call
  * kn_vel: the body is the only place alpha is computed). Candidates, the
@@ -1612,7 +1660,10 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
                      && !red->nguard;
     *fused = 0, *val = 0;
-    if (kernel_build(e, nd, e->dyn_outs, out, 1)) return -1; /* kn_dyn's, from the cache */
+    const ch_expr *const *douts = e->dyn_outs, *const *dplain = e->dyn_plain;
+    if (read_values(e, &douts, &dplain)) return -1;
+    /* kn_dyn's, from the cache (where all are read) */
+    if (kernel_build(e, nd, douts, out, 1)) return -1;
     if (other > 0.0) {
         ch_opcount solve = acc_solve_ops(e, out, 0);
         *pruned = opcount_total(&solve) - (double)k > other;
@@ -1624,7 +1675,7 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
      * what they share stays shared */
     const ch_expr **all = earr(e, nd + k);
     if (!all) return -1;
-    for (size_t i = 0; i < nd; i++) all[i] = e->dyn_plain[i];
+    for (size_t i = 0; i < nd; i++) all[i] = dplain[i];
     for (size_t nu = 0; with_alpha && nu < k; nu++) all[nd + nu] = red->alpha[nu];
     const ch_expr **fac[2];
     for (int dist = 0; dist < 2; dist++) {
@@ -1643,7 +1694,7 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
         }
     }
     if (!with_alpha) return 0;
-    fused_candidates(e, e->dyn_plain, red->alpha, out, &best, val, fused);
+    fused_candidates(e, dplain, red->alpha, out, &best, val, fused);
     for (int dist = 0; dist < 2; dist++)
         if (fac[dist]) fused_candidates(e, fac[dist], fac[dist] + nd, out, &best, val, fused);
     return 0;

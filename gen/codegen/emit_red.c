@@ -9,13 +9,40 @@
 #include "core/diff.h"
 #include "core/matrix.h"
 
+/* Dead value elimination: the body is written as statements, and one
+ * that declares a named value of the solve (dg, X, MB, A below) is kept
+ * only where a kept statement reads that value (an unused constant is a
+ * warning of the compiler, and work for nothing); every other statement
+ * (the tests, the stores into vt and acc, the solves) is kept. A
+ * statement's operations count only where it is kept. Text written
+ * outside a statement is kept, and the values it reads are live. */
+typedef struct {
+    size_t from, to;          /* its text in the body */
+    long def;                 /* the value it declares (value_id), or -1 */
+    size_t r0, r1;            /* the values it reads: reads[r0..r1) */
+    ch_opcount ops;
+} stmt;
+
+/* The named values, one id space: X (k*w), dg (k), MB (n*m), A (m*m),
+ * then the input values M, G, b, r (in->val: read, never declared). */
+typedef enum { V_X, V_DG, V_MB, V_A, V_VAL } value_kind;
+
 typedef struct {
     const ch_redsolve *in;
     ch_buf *b;
-    ch_opcount *ops;
+    ch_opcount *ops;          /* where operations go: the open statement's, or outer */
+    ch_opcount *outer;        /* the caller's */
+    ch_opcount cur_ops;       /* the open statement's */
+    stmt *st;
+    size_t nst, capst;
+    long cur;                 /* the open statement, or -1 */
+    size_t *reads;
+    size_t nreads, capreads;
+    unsigned char *live;      /* by value id */
+    size_t nvalues;
+    int oom;
     size_t n, k, m, w;        /* w = m + 1: columns of X */
     unsigned char *xnz;       /* k*w: X entry may be nonzero */
-    unsigned char *xread;     /* k*w: X entry read by a later statement */
     unsigned char *mbnz;      /* n*m: MB = M B entry may be nonzero */
     unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
     const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
@@ -46,34 +73,151 @@ static size_t oG(const gen *g, size_t a, size_t j) { return g->n * g->n + a * g-
 static size_t ob(const gen *g, size_t i) { return g->n * g->n + g->k * g->n + i; }
 static size_t orr(const gen *g, size_t a) { return g->n * g->n + g->k * g->n + g->n + a; }
 static int nz(const gen *g, size_t off) { return g->in->nz[off] != 0; }
-static const char *val(const gen *g, size_t off) { return g->in->val[off]; }
-
-/* Names of the intermediate scalars. */
-typedef char name[48];
-static const char *xname(const gen *g, name out, size_t i)
+static void value_read(gen *g, int kind, size_t i);
+/* The text of an input value, read by the open statement (or kept text). */
+static const char *val(gen *g, size_t off)
 {
-    if (g->xread) g->xread[i] = 1;
+    value_read(g, V_VAL, off);
+    return g->in->val[off];
+}
+
+static size_t value_id(const gen *g, int kind, size_t i)
+{
+    size_t xs = g->k * g->w, base[] = {0, xs, xs + g->k, xs + g->k + g->n * g->m,
+                                       xs + g->k + g->n * g->m + g->m * g->m};
+    return base[kind] + i;
+}
+
+/* The open statement (or, outside one, the kept text) reads a value. */
+static void value_read(gen *g, int kind, size_t i)
+{
+    size_t id = value_id(g, kind, i);
+    if (!g->live) return;
+    if (g->cur < 0) {
+        g->live[id] = 1;
+        return;
+    }
+    if (g->nreads == g->capreads) {
+        size_t cap = g->capreads ? 2 * g->capreads : 64;
+        size_t *r = realloc(g->reads, cap * sizeof *r);
+        if (!r) {
+            g->oom = 1;
+            return;
+        }
+        g->reads = r, g->capreads = cap;
+    }
+    g->reads[g->nreads++] = id;
+}
+
+/* A statement starts at the body's end: it declares the value (kind, i),
+ * or with kind -1 it is kept whatever it reads. */
+static void stmt_begin(gen *g, int kind, size_t i)
+{
+    if (g->nst == g->capst) {
+        size_t cap = g->capst ? 2 * g->capst : 64;
+        stmt *st = realloc(g->st, cap * sizeof *st);
+        if (!st) {
+            g->oom = 1;
+            return;
+        }
+        g->st = st, g->capst = cap;
+    }
+    stmt *s = &g->st[g->nst];
+    s->from = g->b->len;
+    s->def = kind < 0 ? -1 : (long)value_id(g, kind, i);
+    s->r0 = g->nreads;
+    g->cur = (long)g->nst++;
+    memset(&g->cur_ops, 0, sizeof g->cur_ops);
+    g->ops = &g->cur_ops;
+}
+
+static void stmt_end(gen *g)
+{
+    if (g->cur < 0) return;
+    stmt *s = &g->st[g->cur];
+    s->to = g->b->len;
+    s->r1 = g->nreads;
+    s->ops = g->cur_ops;
+    g->cur = -1;
+    g->ops = g->outer;
+}
+
+static void opcount_add(ch_opcount *to, const ch_opcount *c)
+{
+    to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
+}
+
+/* The body without the statements whose value no kept statement reads
+ * (backwards: every reader follows the statement it reads), their
+ * operations added to outer for those kept. */
+static void sweep(gen *g)
+{
+    ch_buf out;
+    ch_buf_init(&out);
+    if (g->nst == 0 && !g->oom) return;
+    unsigned char *keep = calloc(g->nst + 1, 1);
+    if (!keep || g->oom) {
+        free(keep);
+        g->b->oom = 1;
+        return;
+    }
+    for (size_t j = g->nst; j-- > 0;) {
+        const stmt *s = &g->st[j];
+        keep[j] = s->def < 0 || g->live[s->def];
+        for (size_t r = s->r0; keep[j] && r < s->r1; r++) g->live[g->reads[r]] = 1;
+    }
+    size_t at = 0;
+    for (size_t j = 0; j < g->nst; j++) {
+        const stmt *s = &g->st[j];
+        ch_buf_putn(&out, g->b->s + at, s->from - at);
+        if (keep[j]) {
+            ch_buf_putn(&out, g->b->s + s->from, s->to - s->from);
+            opcount_add(g->outer, &s->ops);
+        }
+        at = s->to;
+    }
+    ch_buf_putn(&out, g->b->s + at, g->b->len - at);
+    free(keep);
+    if (out.oom) {
+        ch_buf_free(&out);
+        g->b->oom = 1;
+        return;
+    }
+    ch_buf_free(g->b);
+    *g->b = out;
+    g->nst = 0;
+}
+
+/* Names of the intermediate scalars, read by the open statement. */
+typedef char name[48];
+static const char *xname(gen *g, name out, size_t i)
+{
+    value_read(g, V_X, i);
     snprintf(out, sizeof(name), g->xfmt, i);
     return out;
 }
-static const char *nm(name out, const char *stem, size_t i)
+static const char *vname(gen *g, name out, value_kind kind, size_t i)
 {
-    snprintf(out, sizeof(name), "%s%zu", stem, i);
+    static const char *const stem[] = {"X", "dg", "MB", "A"};
+    value_read(g, kind, i);
+    snprintf(out, sizeof(name), "%s%zu", stem[kind], i);
     return out;
 }
 
 /* One statement "lhs = first - a1*b1 - a2*b2 ...;" with its operations
  * counted; "0.0" when there is no term. The left side is a declaration
- * ("const double X3") or an lvalue ("vt[0]"). */
+ * of the value (kind, i) ("const double X3") or, with kind -1, an lvalue
+ * ("vt[0]"). */
 typedef struct {
     gen *g;
     int nterms;
 } sum;
 
-static void sum_start(sum *s, gen *g, const char *lhs)
+static void sum_start(sum *s, gen *g, int kind, size_t i, const char *lhs)
 {
     s->g = g;
     s->nterms = 0;
+    stmt_begin(g, kind, i);
     ch_buf_put(g->b, "    ");
     ch_buf_put(g->b, lhs);
     ch_buf_put(g->b, " = ");
@@ -97,7 +241,11 @@ static void sum_sub(sum *s, const char *a, const char *b)
     s->nterms++;
 }
 
-static void sum_end(sum *s) { ch_buf_put(s->g->b, s->nterms ? ";\n" : "0.0;\n"); }
+static void sum_end(sum *s)
+{
+    ch_buf_put(s->g->b, s->nterms ? ";\n" : "0.0;\n");
+    stmt_end(s->g);
+}
 
 /* Rows and columns of G_d in an order that makes it lower triangular:
  * each next row has exactly one nonzero among the columns not yet
@@ -187,18 +335,15 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
     /* equal pivots (the same text) are tested and inverted once: first[j]
      * is the first j' with pivot j's text */
     size_t *first = calloc(g->k + 1, sizeof *first);
-    unsigned char *dgused = calloc(g->k + 1, 1);
-    if (!first || !dgused) {
-        free(first);
-        free(dgused);
+    if (!first) {
         g->b->oom = 1;
         return;
     }
     for (size_t j = 0; j < g->k; j++) {
-        const char *pj = val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]));
+        const char *pj = in->val[oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])];
         first[j] = j;
         for (size_t l = 0; l < j && first[j] == j; l++)
-            if (strcmp(pj, val(g, oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]]))) == 0)
+            if (strcmp(pj, in->val[oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]])]) == 0)
                 first[j] = l;
     }
     /* (the row and chart tests include the zero test) */
@@ -219,11 +364,15 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
     if (nt) ch_buf_put(g->b, ")\n        return 1;\n");
     for (size_t j = 0; j < g->k; j++)
         row_test(g, (size_t)prow[j], in->dep[pcol[j]]);
+    /* (an inverse that no X entry reads, a pivot row whose X entries are
+     * all 0, is swept) */
     for (size_t j = 0; j < g->k; j++)
         if (first[j] == j) {
+            stmt_begin(g, V_DG, j);
             ch_buf_printf(g->b, "    const double dg%zu = 1.0 / %s;\n", j,
                           val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
             g->ops->div += 1;
+            stmt_end(g);
         }
     for (size_t j = 0; j < g->k; j++) {
         size_t a = (size_t)prow[j], c = (size_t)pcol[j];
@@ -236,7 +385,7 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
             g->xnz[c * g->w + col] = 1;
             sum s;
             snprintf(t1, sizeof t1, "const double X%zu", c * g->w + col);
-            sum_start(&s, g, t1);
+            sum_start(&s, g, V_X, c * g->w + col, t1);
             ch_buf_put(g->b, "(");
             if (nz(g, rhs)) sum_first(&s, val(g, rhs));
             for (size_t l = 0; l < j; l++) {
@@ -244,16 +393,12 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
                 if (nz(g, off) && g->xnz[cl * g->w + col])
                     sum_sub(&s, val(g, off), xname(g, t2, cl * g->w + col));
             }
-            ch_buf_printf(g->b, ") * %s;\n", nm(t3, "dg", first[j]));
-            dgused[first[j]] = 1;
+            ch_buf_printf(g->b, ") * %s;\n", vname(g, t3, V_DG, first[j]));
             g->ops->mul += 1;
+            stmt_end(g);
         }
     }
-    /* a pivot row whose X entries are all 0 reads no inverse */
-    for (size_t j = 0; j < g->k; j++)
-        if (first[j] == j && !dgused[j]) ch_buf_printf(g->b, "    (void)dg%zu;\n", j);
     free(first);
-    free(dgused);
 }
 
 /* The operations of la_solve's LU path on n x n with nrhs right sides. */
@@ -304,33 +449,16 @@ static void solve_dense(gen *g)
     lu_ops(k, g->w, g->ops);
 }
 
-/* 1 when reduce() reads MB<i*m+col>: a row of an independent velocity r
- * in A's lower triangle (col <= r); a row of a dependent one nu where X
- * has a nonzero (nu, r) with r >= col, or a nonzero X_nu,m (f's sum). */
-static int mb_used(const gen *g, size_t i, size_t col)
-{
-    const ch_redsolve *in = g->in;
-    for (size_t r = 0; r < g->m; r++)
-        if ((size_t)in->indep[r] == i) return col <= r;
-    for (size_t nu = 0; nu < g->k; nu++) {
-        if ((size_t)in->dep[nu] != i) continue;
-        if (g->xnz[nu * g->w + g->m]) return 1;
-        for (size_t r = col; r < g->m; r++)
-            if (g->xnz[nu * g->w + r]) return 1;
-    }
-    return 0;
-}
-
 /* MB = M B (n x m): B's dependent rows are -X_i, so "M column minus M_dep
- * times X column". Only the entries reduce() reads are computed (an
- * unused constant is a warning of the compiler). */
+ * times X column". The entries that may be nonzero; those reduce() does
+ * not read (above A's diagonal, and of a dependent row whose X entries
+ * do not multiply them) are swept. */
 static void products(gen *g)
 {
     const ch_redsolve *in = g->in;
     name t1, t2;
     for (size_t i = 0; i < g->n; i++)
         for (size_t col = 0; col < g->m; col++) {
-            if (!mb_used(g, i, col)) continue;
             size_t first = oM(g, i, (size_t)in->indep[col]);
             int any = nz(g, first);
             for (size_t nu = 0; nu < g->k && !any; nu++)
@@ -339,7 +467,7 @@ static void products(gen *g)
             g->mbnz[i * g->m + col] = 1;
             sum s;
             snprintf(t1, sizeof t1, "const double MB%zu", i * g->m + col);
-            sum_start(&s, g, t1);
+            sum_start(&s, g, V_MB, i * g->m + col, t1);
             if (nz(g, first)) sum_first(&s, val(g, first));
             for (size_t nu = 0; nu < g->k; nu++) {
                 size_t off = oM(g, i, (size_t)in->dep[nu]);
@@ -366,22 +494,22 @@ static void reduce(gen *g)
             sum s;
             if (col < m) snprintf(t1, sizeof t1, "const double A%zu", r * m + col);
             else snprintf(t1, sizeof t1, "vt[%zu]", r);
-            sum_start(&s, g, t1);
-            if (col < m && g->mbnz[ir * m + col]) sum_first(&s, nm(t2, "MB", ir * m + col));
+            sum_start(&s, g, col < m ? V_A : -1, r * m + col, t1);
+            if (col < m && g->mbnz[ir * m + col]) sum_first(&s, vname(g, t2, V_MB, ir * m + col));
             if (col == m && nz(g, ob(g, ir))) sum_first(&s, val(g, ob(g, ir)));
             for (size_t nu = 0; nu < g->k; nu++) {
                 size_t id = (size_t)in->dep[nu];
                 if (!g->xnz[nu * g->w + r]) continue;
-                /* (named, and marked read, only where a term uses it) */
+                /* (named, and so read, only where a term uses it) */
                 if (col < m && g->mbnz[id * m + col])
-                    sum_sub(&s, xname(g, t3, nu * g->w + r), nm(t2, "MB", id * m + col));
+                    sum_sub(&s, xname(g, t3, nu * g->w + r), vname(g, t2, V_MB, id * m + col));
                 if (col == m && nz(g, ob(g, id)))
                     sum_sub(&s, xname(g, t3, nu * g->w + r), val(g, ob(g, id)));
             }
             for (size_t nu = 0; col == m && nu < g->k; nu++) {
                 size_t id = (size_t)in->dep[nu];
                 if (g->mbnz[id * m + r] && g->xnz[nu * g->w + m])
-                    sum_sub(&s, nm(t2, "MB", id * m + r), xname(g, t3, nu * g->w + m));
+                    sum_sub(&s, vname(g, t2, V_MB, id * m + r), xname(g, t3, nu * g->w + m));
             }
             if (col < m) g->anz[r * m + col] = g->anz[col * m + r] = s.nterms > 0;
             sum_end(&s);
@@ -389,9 +517,12 @@ static void reduce(gen *g)
 }
 
 /* "double A[m*m] = {...};": the symmetric matrix rebuilt from the
- * scalars A<i*m+j> of its lower triangle, for la_solve. */
-static void put_a_array(ch_buf *b, size_t m, const char *indent)
+ * scalars A<i*m+j> of its lower triangle, for la_solve. It reads all of
+ * them (aread, m*m flags or NULL). */
+static void put_a_array(ch_buf *b, size_t m, const char *indent, unsigned char *aread)
 {
+    for (size_t i = 0; aread && i < m; i++)
+        for (size_t j = 0; j <= i; j++) aread[i * m + j] = 1;
     if (m * m > CH_STACK_ELEMS) { /* static storage: assigned, not initialized */
         ch_buf_printf(b, "static double A[%zu];\n", m * m);
         for (size_t i = 0; i < m; i++)
@@ -411,17 +542,20 @@ static void put_a_array(ch_buf *b, size_t m, const char *indent)
     ch_buf_put(b, "};\n");
 }
 
-void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
+/* ch_emit_small_solve, setting aread (m*m flags, or NULL) for each A
+ * scalar it reads. */
+static void small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops,
+                        unsigned char *aread)
 {
     /* the fallback: la_solve on the full matrix rebuilt from the scalars */
     ch_buf fb;
     ch_buf_init(&fb);
     ch_buf_put(&fb, "{\n            ");
-    put_a_array(&fb, m, "            ");
+    put_a_array(&fb, m, "            ", aread);
     ch_buf_printf(&fb, "            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
     if (fb.oom) b->oom = 1;
     if (m <= CH_SPD_UNROLL_MAX && !fb.oom) {
-        ch_emit_spd_solve(b, m, "A%zu", "vt[%zu]", anz, fb.s, ops);
+        ch_emit_spd_solve(b, m, "A%zu", "vt[%zu]", anz, fb.s, ops, aread);
         ch_buf_put(b, "    return 0;\n");
     } else if (!fb.oom) {
         ch_buf_printf(b, "    %s\n", fb.s);
@@ -430,47 +564,60 @@ void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcou
     ch_buf_free(&fb);
 }
 
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
+{
+    small_solve(b, m, anz, ops, NULL);
+}
+
 /* X, MB, A and f (into vt) of in as statements in body, their
- * operations added to ops; *triangular says which solve X came from.
- * g's pattern arrays are allocated here (gen_free frees them). 0, or -1
- * out of memory. */
+ * operations added to ops once the caller has swept the body (sweep);
+ * *triangular says which solve X came from. g's arrays are allocated
+ * here (gen_free frees them). 0, or -1 out of memory. */
 static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *ops,
                        int *triangular, int row_tests)
 {
     *g = gen_of(in);
     g->row_test = row_tests == 1;
     g->chart_test = row_tests == 2;
-    g->ops = ops;
+    g->ops = g->outer = ops;
+    g->cur = -1;
     g->b = body;
+    g->nvalues = value_id(g, V_VAL, g->n * g->n + g->k * g->n + g->n + g->k);
+    g->live = calloc(g->nvalues + 1, 1);
     g->xnz = calloc(g->k * g->w + 1, 1);
-    g->xread = calloc(g->k * g->w + 1, 1);
     g->mbnz = calloc(g->n * g->m + 1, 1);
     g->anz = calloc(g->m * g->m + 1, 1);
     g->is_dep = calloc(g->n + 1, 1);
     int *prow = calloc(g->k + 1, sizeof *prow), *pcol = calloc(g->k + 1, sizeof *pcol);
     int rc = -1;
-    if (g->xnz && g->xread && g->mbnz && g->anz && g->is_dep && prow && pcol) {
+    if (g->live && g->xnz && g->mbnz && g->anz && g->is_dep && prow && pcol) {
         for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->dep[nu]] = 1;
         *triangular = tri_order(g, prow, pcol);
         if (*triangular) solve_triangular(g, prow, pcol);
         else solve_dense(g);
         products(g);
         reduce(g);
-        /* an X of the triangular solve that no product reads (its M
-         * entries are 0) is an unused variable to the compiler */
-        for (size_t i = 0; *triangular && i < g->k * g->w; i++)
-            if (g->xnz[i] && !g->xread[i]) ch_buf_printf(body, "    (void)X%zu;\n", i);
-        rc = body->oom ? -1 : 0;
+        rc = body->oom || g->oom ? -1 : 0;
     }
     free(prow);
     free(pcol);
     return rc;
 }
 
+/* The A scalars that text outside the statements read (aread, m*m
+ * flags) are live. */
+static void a_read(gen *g, const unsigned char *aread)
+{
+    for (size_t i = 0; i < g->m * g->m; i++)
+        if (aread[i]) value_read(g, V_A, i);
+}
+
 static void gen_free(gen *g)
 {
+    free(g->st);
+    free(g->reads);
+    free(g->live);
     free(g->xnz);
-    free(g->xread);
     free(g->mbnz);
     free(g->anz);
     free(g->is_dep);
@@ -500,15 +647,23 @@ static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
     ch_buf_put(code, "}\n\n");
 }
 
-int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                            int *triangular)
+/* ch_emit_reduced_numeric; with val_read (or NULL) set for each of in's
+ * values that the kept statements read. */
+static int reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                           int *triangular, unsigned char *val_read)
 {
     gen g;
     ch_buf body;
     ch_buf_init(&body);
     int rc = system_body(&g, in, &body, ops, triangular, 2);
+    unsigned char *aread = calloc(g.m * g.m + 1, 1);
+    if (!aread) rc = -1;
     if (rc == 0) {
-        ch_emit_small_solve(&body, g.m, g.anz, ops);
+        small_solve(&body, g.m, g.anz, ops, aread);
+        a_read(&g, aread);
+        sweep(&g);
+        for (size_t i = 0; val_read && i < g.nvalues - value_id(&g, V_VAL, 0); i++)
+            val_read[i] = g.live[value_id(&g, V_VAL, i)];
         /* v is not const: the values' program may also write the
          * dependent velocities */
         ch_buf_put(code, "/* Independent accelerations from M, G, b, r computed in place: 0, 1\n"
@@ -519,8 +674,41 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
         put_kernel(code, &g, 1, "    (void)t; (void)x; (void)p; (void)v;\n", &body);
         rc = body.oom || code->oom ? -1 : 0;
     }
+    free(aread);
     ch_buf_free(&body);
     gen_free(&g);
+    return rc;
+}
+
+int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
+                            int *triangular)
+{
+    return reduced_numeric(in, code, ops, triangular, NULL);
+}
+
+int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
+{
+    size_t nv = in->n * in->n + in->k * in->n + in->n + in->k;
+    const char **val = calloc(nv + 1, sizeof *val);
+    char *text = calloc(nv + 1, 24);
+    ch_buf code;
+    ch_buf_init(&code);
+    ch_opcount ops = {0, 0, 0, 0};
+    int tri = 0, rc = -1;
+    if (val && text) {
+        /* texts that differ: no two pivots taken for one */
+        for (size_t i = 0; i < nv; i++) {
+            snprintf(text + 24 * i, 24, "o[%zu]", i);
+            val[i] = text + 24 * i;
+        }
+        ch_redsolve at = *in;
+        at.val = val;
+        at.body = NULL;
+        rc = reduced_numeric(&at, &code, &ops, &tri, read);
+    }
+    ch_buf_free(&code);
+    free(val);
+    free(text);
     return rc;
 }
 
@@ -531,19 +719,18 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
     ch_buf body;
     ch_buf_init(&body);
     int rc = system_body(&g, in, &body, ops, triangular, 1);
+    unsigned char *aread = calloc(g.m * g.m + 1, 1);
+    if (!aread) rc = -1;
     if (rc == 0) {
         name t1, t2, t3;
         /* where B^T M B is not positive definite, 1: the caller's la_kkt
          * then solves the whole system (and the unrolled solve reads no
-         * entry known to be zero) */
+         * entry known to be zero: those are swept) */
         if (g.m <= CH_SPD_UNROLL_MAX) {
-            for (size_t r = 0; r < g.m; r++)
-                for (size_t c = 0; c < r; c++)
-                    if (!g.anz[r * g.m + c]) ch_buf_printf(&body, "    (void)A%zu;\n", r * g.m + c);
-            ch_emit_spd_solve(&body, g.m, "A%zu", "vt[%zu]", g.anz, "return 1;", ops);
+            ch_emit_spd_solve(&body, g.m, "A%zu", "vt[%zu]", g.anz, "return 1;", ops, aread);
         } else {
             ch_buf_put(&body, "    {\n        ");
-            put_a_array(&body, g.m, "        ");
+            put_a_array(&body, g.m, "        ", aread);
             ch_buf_printf(&body, "        if (la_solve(%zu, 1, A, vt, 1, ws, piv)) return 1;\n    }\n",
                           g.m);
             ch_la_solve_ops(g.m, 1, ops);
@@ -554,7 +741,7 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
         for (size_t nu = 0; nu < g.k; nu++) {
             sum s;
             snprintf(t1, sizeof t1, "acc[%d]", in->dep[nu]);
-            sum_start(&s, &g, t1);
+            sum_start(&s, &g, -1, 0, t1);
             if (g.xnz[nu * g.w + g.m]) sum_first(&s, xname(&g, t2, nu * g.w + g.m));
             for (size_t r = 0; r < g.m; r++)
                 if (g.xnz[nu * g.w + r]) {
@@ -564,6 +751,8 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
             sum_end(&s);
         }
         ch_buf_put(&body, "    return 0;\n");
+        a_read(&g, aread);
+        sweep(&g);
         ch_buf_printf(code, "/* The accelerations by the null-space method (emit_red.h) from\n"
                             " * the values o la_kkt would solve: 0, or 1 where G_d or B^T M B\n"
                             " * is singular. */\n"
@@ -572,6 +761,7 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
         put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, "", &body);
         rc = body.oom || code->oom ? -1 : 0;
     }
+    free(aread);
     ch_buf_free(&body);
     gen_free(&g);
     return rc;
@@ -585,13 +775,21 @@ static void scalar(char *buf, size_t size, const char *fmt, size_t i, size_t j)
     snprintf(buf, size, fmt ? fmt : "", i, j);
 }
 
+/* The text of A's entry i, marked read in aread (or NULL). */
+static void a_scalar(char *buf, size_t size, const char *fmt, size_t i, unsigned char *aread)
+{
+    scalar(buf, size, fmt, i, 0);
+    if (aread) aread[i] = 1;
+}
+
 /* A x = f for a small symmetric A, unrolled: A = L D L^T without square
  * roots, entries known to be zero skipped, A left intact. A pivot that is
  * not positive relative to the largest diagonal entry (A not numerically
  * positive definite) runs the fallback statement instead, which sees A
  * and f unchanged. */
 void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt,
-                       const unsigned char *anz, const char *fallback, ch_opcount *ops)
+                       const unsigned char *anz, const char *fallback, ch_opcount *ops,
+                       unsigned char *aread)
 {
     /* lnz[i*m+j] (i > j): L_ij may be nonzero */
     unsigned char *lnz = calloc(m * m + 1, 1);
@@ -604,15 +802,15 @@ void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt
      * la_cholesky does: a matrix that la_solve calls singular falls back
      * to it and gets the same verdict. */
     ch_buf_put(b, "    {\n");
-    scalar(t1, sizeof t1, a_fmt, 0, 0);
+    a_scalar(t1, sizeof t1, a_fmt, 0, aread);
     ch_buf_printf(b, "        double amax = fabs(%s);\n", t1);
     for (size_t j = 1; j < m; j++) {
-        scalar(t1, sizeof t1, a_fmt, j * m + j, 0);
+        a_scalar(t1, sizeof t1, a_fmt, j * m + j, aread);
         ch_buf_printf(b, "        if (fabs(%s) > amax) amax = fabs(%s);\n", t1, t1);
     }
     for (size_t j = 0; j < m; j++) {
         /* D_j = A_jj - sum_k L_jk U_jk, U_jk = L_jk D_k */
-        scalar(t1, sizeof t1, a_fmt, j * m + j, 0);
+        a_scalar(t1, sizeof t1, a_fmt, j * m + j, aread);
         ch_buf_printf(b, "        const double d%zu = %s", j, t1);
         for (size_t k = 0; k < j; k++)
             if (lnz[j * m + k]) {
@@ -631,7 +829,7 @@ void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt
             ch_buf_printf(b, "        const double u%zu_%zu = ", i, j);
             int first = 1;
             if (anz[i * m + j]) {
-                scalar(t2, sizeof t2, a_fmt, i * m + j, 0);
+                a_scalar(t2, sizeof t2, a_fmt, i * m + j, aread);
                 ch_buf_put(b, t2);
                 first = 0;
             }

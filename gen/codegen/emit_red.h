@@ -11,7 +11,8 @@
  * caller's straight-line program in its own body, so the compiler sees one
  * function and the values stay in registers or on the stack, and does the
  * rest as straight-line code on named scalars that skips the entries
- * known to be zero symbolically. When G_d is triangular up to a
+ * known to be zero symbolically and declares no scalar that nothing reads
+ * (dead values are swept: an unused variable fails -Werror). When G_d is triangular up to a
  * permutation of rows and columns (found by repeatedly taking a row with
  * one unsolved unknown, e.g. the n-trailer) X comes from substitution,
  * its pivots inverted up front; otherwise from la_solve (LU). B^T M B is
@@ -59,6 +60,13 @@ typedef struct {
  * memory. */
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             int *triangular);
+
+/* Which of in's values (n*n + k*n + n + k flags into read, in's order)
+ * the statements of ch_emit_reduced_numeric read, whatever in's texts
+ * (in->val and in->body are not used): a program of the values for
+ * kn_acc need not compute the others (each would be an unused
+ * variable). Every pivot of G_d is read. 0, or -1 out of memory. */
+int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read);
 
 /* The pivots ch_reduced_exprs, ch_reduced_kane and the triangular solve
  * take, in their order: the j-th in row prow[j] of G and dependent
@@ -157,9 +165,12 @@ const char *ch_emit_storage(size_t count);
  * pattern) by an unrolled A = L D L^T with zero entries skipped; where a
  * pivot shows A is not numerically positive definite the statement
  * `fallback` (e.g. "return la_solve(...);") runs with A and f intact.
- * The operations performed are added to ops. */
+ * The operations performed are added to ops. The entries of A it reads
+ * (the diagonal and those anz says may be nonzero; not the fallback's)
+ * are set in aread (m*m flags), unless NULL. */
 void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt,
-                       const unsigned char *anz, const char *fallback, ch_opcount *ops);
+                       const unsigned char *anz, const char *fallback, ch_opcount *ops,
+                       unsigned char *aread);
 
 /* Over which small sum (at most 4 terms) among a product's factors
  * ch_factor_sums distributes it. */
