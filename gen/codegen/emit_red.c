@@ -88,6 +88,20 @@ static size_t value_id(const gen *g, int kind, size_t i)
     return base[kind] + i;
 }
 
+/* a with room for twice *cap elements of size bytes (64 at first), *cap
+ * updated; a itself, *cap kept and g->oom set when out of memory. */
+static void *grow(gen *g, void *a, size_t *cap, size_t size)
+{
+    size_t c = *cap ? 2 * *cap : 64;
+    void *p = realloc(a, c * size);
+    if (!p) {
+        g->oom = 1;
+        return a;
+    }
+    *cap = c;
+    return p;
+}
+
 /* The open statement (or, outside one, the kept text) reads a value. */
 static void value_read(gen *g, int kind, size_t i)
 {
@@ -97,31 +111,16 @@ static void value_read(gen *g, int kind, size_t i)
         g->live[id] = 1;
         return;
     }
-    if (g->nreads == g->capreads) {
-        size_t cap = g->capreads ? 2 * g->capreads : 64;
-        size_t *r = realloc(g->reads, cap * sizeof *r);
-        if (!r) {
-            g->oom = 1;
-            return;
-        }
-        g->reads = r, g->capreads = cap;
-    }
-    g->reads[g->nreads++] = id;
+    if (g->nreads == g->capreads) g->reads = grow(g, g->reads, &g->capreads, sizeof *g->reads);
+    if (g->nreads < g->capreads) g->reads[g->nreads++] = id;
 }
 
 /* A statement starts at the body's end: it declares the value (kind, i),
  * or with kind -1 it is kept whatever it reads. */
 static void stmt_begin(gen *g, int kind, size_t i)
 {
-    if (g->nst == g->capst) {
-        size_t cap = g->capst ? 2 * g->capst : 64;
-        stmt *st = realloc(g->st, cap * sizeof *st);
-        if (!st) {
-            g->oom = 1;
-            return;
-        }
-        g->st = st, g->capst = cap;
-    }
+    if (g->nst == g->capst) g->st = grow(g, g->st, &g->capst, sizeof *g->st);
+    if (g->nst == g->capst) return;
     stmt *s = &g->st[g->nst];
     s->from = g->b->len;
     s->def = kind < 0 ? -1 : (long)value_id(g, kind, i);
