@@ -1166,6 +1166,94 @@ static void test_fused_rhs(void)
     ch_ctx_free(ctx);
 }
 
+/* Dead values (issue 43): on random patterns of M, G, b, r, kn_acc and
+ * kn_facc declare no scalar (dg, X, MB, A) that nothing reads, and hide
+ * none behind a (void) cast; ch_redsolve_reads names exactly the values
+ * whose texts kn_acc's statements contain. */
+static int mentions(const char *code, const char *word)
+{
+    size_t l = strlen(word), count = 0;
+    for (const char *p = strstr(code, word); p; p = strstr(p + l, word))
+        if (!(p[l] >= '0' && p[l] <= '9') && (p == code || !(p[-1] >= 'A' && p[-1] <= 'z')))
+            count++;
+    return (int)count;
+}
+
+static void test_dead_values(void)
+{
+    unsigned long seed = 12345;
+    char text[600][16];
+    const char *val[600];
+    for (size_t i = 0; i < 600; i++) {
+        snprintf(text[i], sizeof text[i], "o[%zu]", i);
+        val[i] = text[i];
+    }
+    int bad = 0;
+    for (int trial = 0; trial < 400 && !bad; trial++) {
+#define RND() ((seed = seed * 6364136223846793005ul + 1442695040888963407ul) >> 33)
+        size_t n = 2 + RND() % 7, k = 1 + RND() % (n - 1), m = n - k;
+        size_t nv = n * n + k * n + n + k, dens = 1 + RND() % 4;
+        int perm[8], dep[8], indep[8];
+        unsigned char nz[600];
+        for (size_t i = 0; i < n; i++) perm[i] = (int)i;
+        for (size_t i = n; i > 1; i--) {
+            size_t j = RND() % i;
+            int t = perm[i - 1];
+            perm[i - 1] = perm[j], perm[j] = t;
+        }
+        for (size_t i = 0; i < k; i++) dep[i] = perm[i];
+        for (size_t i = 0; i < m; i++) indep[i] = perm[k + i];
+        for (size_t i = 0; i < nv; i++) nz[i] = RND() % 5 < dens;
+        for (size_t i = 0; i < n; i++) /* M symmetric with its diagonal */
+            for (size_t j = 0; j <= i; j++) nz[j * n + i] = nz[i * n + j] = i == j || nz[i * n + j];
+        for (size_t a = 0; a < k && RND() % 2; a++) nz[n * n + a * n + (size_t)dep[a]] = 1 + RND() % 2;
+#undef RND
+        ch_redsolve in = {n, k, m, dep, indep, nz, val, NULL};
+        unsigned char read[600];
+        if (ch_redsolve_reads(&in, read)) {
+            CHECK_MSG(0, "trial %d: ch_redsolve_reads", trial);
+            break;
+        }
+        for (int full = 0; full < 2 && !bad; full++) {
+            ch_buf code;
+            ch_buf_init(&code);
+            ch_opcount ops = {0, 0, 0, 0};
+            int tri = 0;
+            int rc = full ? ch_emit_full_numeric(&in, &code, &ops, &tri)
+                          : ch_emit_reduced_numeric(&in, &code, &ops, &tri);
+            if (rc || !code.s) {
+                CHECK_MSG(0, "trial %d: emit failed", trial);
+                bad = 1;
+                break;
+            }
+            static const char *const stem[] = {"dg", "X", "MB", "A"};
+            for (int st = 0; st < 4; st++)
+                for (size_t i = 0; i < nv; i++) {
+                    char w[32], decl[48];
+                    snprintf(w, sizeof w, "%s%zu", stem[st], i);
+                    snprintf(decl, sizeof decl, "const double %s ", w);
+                    if (strstr(code.s, decl) && mentions(code.s, w) < 2) {
+                        CHECK_MSG(0, "trial %d %s: %s declared, never read:\n%s", trial,
+                                  full ? "kn_facc" : "kn_acc", w, code.s);
+                        bad = 1;
+                        break;
+                    }
+                }
+            if (strstr(code.s, "(void)X") || strstr(code.s, "(void)dg") || strstr(code.s, "(void)A")) {
+                CHECK_MSG(0, "trial %d: a value cast to void:\n%s", trial, code.s);
+                bad = 1;
+            }
+            for (size_t i = 0; !full && !bad && i < nv; i++)
+                if (read[i] != (strstr(code.s, val[i]) != NULL)) {
+                    CHECK_MSG(0, "trial %d: value %zu read %d:\n%s", trial, i, read[i], code.s);
+                    bad = 1;
+                }
+            ch_buf_free(&code);
+        }
+    }
+    CHECK(!bad);
+}
+
 /* The knife edge's full form where its dependent velocity y' is not
  * determined by the constraint (phi = pi/2: G_d = -cos phi is rounding
  * noise, which B^T M B's pivot test catches too), badly determined
@@ -1228,6 +1316,7 @@ int main(void)
     RUN(test_kane);
     RUN(test_hamilton_fused);
     RUN(test_spd_solve);
+    RUN(test_dead_values);
     RUN(test_fused_rhs);
     RUN(test_full_fallback);
     if (!check_failed && !getenv("CHETAEV_KEEP_EMIT")) sh("rm -rf '%s'", tmpdir, "");
