@@ -1219,8 +1219,9 @@ static void test_dead_values(void)
             ch_buf_init(&code);
             ch_opcount ops = {0, 0, 0, 0};
             int tri = 0;
-            int rc = full ? ch_emit_full_numeric(&in, &code, &ops, &tri)
-                          : ch_emit_reduced_numeric(&in, &code, &ops, &tri);
+            unsigned needs = 0;
+            int rc = full ? ch_emit_full_numeric(&in, &code, &ops, &tri, &needs)
+                          : ch_emit_reduced_numeric(&in, &code, &ops, &tri, &needs);
             if (rc || !code.s) {
                 CHECK_MSG(0, "trial %d: emit failed", trial);
                 bad = 1;

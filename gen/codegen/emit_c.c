@@ -73,6 +73,7 @@ typedef struct {
     ch_opcount last;          /* operations of the last kernel emitted */
     ch_opcount dyn_ops;       /* of kn_dyn */
     int facc;                 /* kn_facc is tried before la_kkt (put_dyn_solve) */
+    unsigned needs;           /* CH_NEEDS_* of the code kept in kern and fun (emit_red.h) */
     int facc_tri;             /* kn_facc's G_d solve is a substitution */
     ch_opcount facc_ops;      /* kn_facc's beyond kn_dyn */
     unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
@@ -429,10 +430,12 @@ static void kernel_facc(emitter *e)
         val[i] = text + 24 * i;
     }
     ch_redsolve in = {n, k, e->mi, mf->dep, mf->indep, e->dyn_nz, val, NULL};
-    if (ch_emit_full_numeric(&in, &code, &e->facc_ops, &e->facc_tri) || code.oom) {
+    unsigned needs = 0;
+    if (ch_emit_full_numeric(&in, &code, &e->facc_ops, &e->facc_tri, &needs) || code.oom) {
         e->failed = 1;
     } else {
         ch_buf_putn(&e->kern, code.s, code.len);
+        e->needs |= needs;
         e->facc = 1;
     }
     ch_buf_free(&code);
@@ -458,8 +461,8 @@ static void put_sizes(emitter *e, ch_buf *b)
 {
     size_t nk = e->n + e->k;
     ch_buf_printf(b, "    %sdouble w[%zu];\n    %sint piv[%zu];\n",
-                  ch_emit_storage(2 * nk * (nk + 1) + 1), 2 * nk * (nk + 1) + 1,
-                  ch_emit_storage(nk + 1), nk + 1);
+                  ch_emit_storage(2 * nk * (nk + 1) + 1, &e->needs), 2 * nk * (nk + 1) + 1,
+                  ch_emit_storage(nk + 1, &e->needs), nk + 1);
 }
 
 /* The declarations put_dyn_solve's statements need. */
@@ -468,7 +471,7 @@ static void put_dyn_decls(emitter *e, ch_buf *b)
     put_sizes(e, b);
     size_t no = e->n * e->n + e->k * e->n + e->n + e->k;
     ch_buf_printf(b, "    %sdouble o[%zu], acc[%zu], lam[%zu];\n",
-                  ch_emit_storage(no + e->n + e->k + 1), no, e->n, e->k + 1);
+                  ch_emit_storage(no + e->n + e->k + 1, &e->needs), no, e->n, e->k + 1);
 }
 
 /* kn_dyn's values into o, then the accelerations into acc (kn_facc;
@@ -586,14 +589,15 @@ static void fun_legendre(emitter *e)
                      "    for (ysum = 0.0, i = 0; i < %zu; i++) ysum += fabs(x[%zu + i]);\n"
                      "    for (start = 0; start < 2; start++) {\n"
                      "        for (i = 0; i < %zu; i++) v[i] = 0.0;\n",
-                  ch_emit_storage(2 * mi * mi + 2 * mi + 1 + n), mi + mi * mi, mi * mi + 1, mi, n,
+                  ch_emit_storage(2 * mi * mi + 2 * mi + 1 + n, &e->needs), mi + mi * mi, mi * mi + 1, mi, n,
                   e->d->ham.quadratic ? "" : "    double lam, step, size;\n",
-                  ch_emit_storage(mi + 1), mi + 1, mi, n, n);
+                  ch_emit_storage(mi + 1, &e->needs), mi + 1, mi, n, n);
     put_newton_start(e, b, "        ");
     for (size_t r = 0; r < mi; r++)
         ch_buf_printf(b, "        if (start) v[%d] = 1e-3 * x[%zu] / (1.0 + ysum);\n"
                          "        else if (vs) v[%d] = vs[%d];\n",
                       mf->indep[r], n + r, mf->indep[r], mf->indep[r]);
+    e->needs |= CH_NEEDS_LA_SOLVE;
     ch_buf_printf(b, "        if (kn_res(t, x, p, v, o, &r0)) continue;\n"
                      "        for (it = 0; it < 100; it++) {\n"
                      "            for (i = 0; i < %zu; i++) d[i] = o[i];\n"
@@ -683,7 +687,7 @@ static void fun_vel(emitter *e)
         ch_buf_put(b, "    (void)t; (void)x; (void)p; (void)v;\n    return 0;\n}\n\n");
     } else if (alpha_closed(e)) {
         ch_buf_printf(b, "    %sdouble a[%zu];\n    kn_alpha(t, x, p, v, a);\n",
-                      ch_emit_storage(k + red->nguard), k + red->nguard);
+                      ch_emit_storage(k + red->nguard, &e->needs), k + red->nguard);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "    v[%d] = a[%zu];\n", mf->dep[nu], nu);
         if (red->nguard) /* the branch of the initial state is lost there */
@@ -703,6 +707,7 @@ static void fun_vel(emitter *e)
          * the initial state (kn_branch), so Newton never lands silently
          * on another branch of the roots across a fold. */
         const char *done = branch ? "kn_branch(w, piv)" : "0";
+        e->needs |= CH_NEEDS_LA_SOLVE;
         ch_buf_printf(b, "    %sdouble o[%zu], w[%zu], d[%zu], s[%zu];\n"
                          "    double r0, r1, lam, step, size;\n"
                          "    %sint piv[%zu];\n"
@@ -712,8 +717,8 @@ static void fun_vel(emitter *e)
                          "        for (r0 = 0.0, i = 0; i < %zu; i++) r0 += fabs(o[i]);\n"
                          "        if (!(r0 == r0) || r0 > 1e300) return 1;\n"
                          "        if (la_solve(%zu, 1, o + %zu, o, 0, w, piv)) return 1;\n",
-                      ch_emit_storage(2 * k * k + 3 * k + 1), k + k * k, k * k + 1, k, k,
-                      ch_emit_storage(k + 1), k + 1, k, k, k);
+                      ch_emit_storage(2 * k * k + 3 * k + 1, &e->needs), k + k * k, k * k + 1, k, k,
+                      ch_emit_storage(k + 1, &e->needs), k + 1, k, k, k);
         for (size_t nu = 0; nu < k; nu++)
             ch_buf_printf(b, "        d[%zu] = o[%zu];\n        s[%zu] = v[%d];\n",
                           nu, nu, nu, mf->dep[nu]);
@@ -843,17 +848,6 @@ static int has_chart(const emitter *e)
     return e->form != CH_FORM_FULL && e->k > 0;
 }
 
-/* 1 when a work array is static (ch_emit_storage): the functions are
- * then not reentrant (one call at a time per compiled copy). */
-static int uses_static(const emitter *e)
-{
-    const char *const bufs[2] = {e->kern.s, e->fun.s};
-    for (int i = 0; i < 2; i++)
-        if (bufs[i] && (strstr(bufs[i], "    static double ") || strstr(bufs[i], "    static int ")))
-            return 1;
-    return 0;
-}
-
 /* 1 when the velocities of the state come from Newton iterations whose
  * start the PREFIX_*_from functions take (implicit alpha in a reduced or
  * hamilton form, the numeric Legendre inverse). */
@@ -954,7 +948,7 @@ static void fun_chart(emitter *e)
                      "            for (j = c + 1; j < %zu; j++) a[r * %zu + j] -= f * a[c * %zu + j];\n"
                      "        }\n"
                      "    }\n",
-                  ch_emit_storage(k * n + k * k), k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k,
+                  ch_emit_storage(k * n + k * k, &e->needs), k * n, k * k, k, n, n, n, k, k, n, k, k, k, k, k,
                   k, k, k, k, k, k, k, k, k, k, k, k);
     if (kq)
         ch_buf_printf(b, "    {\n"
@@ -979,7 +973,7 @@ static void fun_chart(emitter *e)
                          "            }\n"
                          "        }\n"
                          "    }\n",
-                      ch_emit_storage(mi * mi + mi), mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi,
+                      ch_emit_storage(mi * mi + mi, &e->needs), mi * mi, mi, mi, mi, mi, mi, mi, mi, mi, mi, mi,
                       mi, mi, mi, mi, mi);
     ch_buf_put(b, "    return q == q ? q : 0.0;\n}\n\n");
     ch_buf_printf(&e->fun,
@@ -1039,7 +1033,7 @@ static void fun_rhs(emitter *e)
                          "        for (j = 0; j < %zu; j++) s += o[i * %zu + j] * vt[j];\n"
                          "        dxdt[%zu + i] = s;\n    }\n"
                          "    return 0;\n}\n\n",
-                      ch_emit_storage(mi * mi + 2 * mi), mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
+                      ch_emit_storage(mi * mi + 2 * mi, &e->needs), mi * mi + mi, mi, n, mi, mi * mi, mi, mi, n);
     } else if (e->ham_fused) {
         ch_buf_printf(b, "    (void)vs;\n    kn_hrhs(t, x, p, v, dxdt + %zu);\n"
                          "    for (i = 0; i < %zu; i++) dxdt[i] = v[i];\n    return 0;\n}\n\n",
@@ -1097,7 +1091,7 @@ static double opcount_total(const ch_opcount *c)
  * triangle as scalars A<i*m+j> and f into vt from the program's values
  * ref, then ch_emit_small_solve; its operations are added to ops. */
 static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *ref,
-                           ch_buf *code, ch_opcount *ops)
+                           ch_buf *code, ch_opcount *ops, unsigned *needs)
 {
     size_t mi = e->mi;
     unsigned char *anz = ch_ctx_alloc(e->ctx, mi * mi + 1);
@@ -1111,7 +1105,7 @@ static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *
             ch_buf_printf(code, "    const double A%zu = %s;\n", i * mi + j, ref[i * mi + j]);
     for (size_t i = 0; i < mi; i++)
         ch_buf_printf(code, "    vt[%zu] = %s;\n", i, ref[mi * mi + i]);
-    ch_emit_small_solve(code, mi, anz, ops);
+    ch_emit_small_solve(code, mi, anz, ops, needs);
 }
 
 /* Where kn_acc's program comes from (acc_program). */
@@ -1208,7 +1202,7 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
                                   : "M*", e->fused ? "" : "const ");
     if (kind != ACC_DIAG) /* (the diagonal test needs no la_solve) */
         ch_buf_printf(&e->kern, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
-                      ch_emit_storage(mi * mi + 1), mi * mi + 1, ch_emit_storage(mi + 1), mi + 1);
+                      ch_emit_storage(mi * mi + 1, &e->needs), mi * mi + 1, ch_emit_storage(mi + 1, &e->needs), mi + 1);
     ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
     ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
     ch_buf_putn(&e->kern, solve->s, solve->len);
@@ -1330,7 +1324,8 @@ static ch_opcount acc_solve_ops(emitter *e, const ch_cse_prog *p, size_t val)
     ch_buf code;
     ch_buf_init(&code);
     int tri = 0;
-    if (ch_emit_reduced_numeric(&in, &code, &ops, &tri) || code.oom)
+    unsigned needs = 0;
+    if (ch_emit_reduced_numeric(&in, &code, &ops, &tri, &needs) || code.oom)
         memset(&ops, 0, sizeof ops);
     ch_buf_free(&code);
     return ops;
@@ -2056,6 +2051,7 @@ static void fun_acc(emitter *e)
     ch_buf_init(&ssolve);
     ch_buf_init(&dsolve);
     int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0, sub_kane = 0;
+    unsigned code_needs = 0, solve_needs = 0, ssolve_needs = 0; /* CH_NEEDS_* of each */
     /* the substituted, then the numeric candidate first: the cheapest so
      * far decides whether the next is worth its variants */
     if (e->k > 0 && e->dyn_nz && !e->failed) {
@@ -2065,7 +2061,7 @@ static void fun_acc(emitter *e)
             have_sub = 1;
             sub = sprog.after;
             pivot_check(e, souts, sprog.ref, &ssolve);
-            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub);
+            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub, &ssolve_needs);
             bcmp = beyond_alpha(e, sub, sub_fused);
         }
         size_t off = 0;
@@ -2075,7 +2071,7 @@ static void fun_acc(emitter *e)
             ch_redsolve in = acc_in(e, &vals, off);
             in.body = vals.body.s;
             num = vals.after;
-            if (ch_emit_reduced_numeric(&in, &code, &num, &tri)) {
+            if (ch_emit_reduced_numeric(&in, &code, &num, &tri, &code_needs)) {
                 e->failed = 1;
                 ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
             }
@@ -2100,7 +2096,7 @@ static void fun_acc(emitter *e)
         have_sym = 1;
         sym = prog.after;
         if (nextra) pivot_check(e, outs, prog.ref, &solve);
-        symbolic_solve(e, outs, prog.ref, &solve, &solve_ops);
+        symbolic_solve(e, outs, prog.ref, &solve, &solve_ops, &solve_needs);
         opcount_add(&sym, &solve_ops);
     }
     if (!e->failed && !skip_sym && (douts = diagonal_outputs(e, routs))
@@ -2125,12 +2121,14 @@ static void fun_acc(emitter *e)
     if (e->failed || none) {
         /* nothing is written */
     } else if (use == NUM) {
+        e->needs |= code_needs;
         e->fused = fused;
         e->acc_chart = tri;
         ch_buf_putn(&e->kern, code.s, code.len);
         opcount_add(&e->before, &vals.before);
         opcount_add(&e->after, &num);
     } else if (use == SUB) {
+        e->needs |= ssolve_needs;
         e->fused = sub_fused;
         e->acc_chart = 1;
         acc_program(e, &sprog, &ssolve, ACC_SUB);
@@ -2143,6 +2141,7 @@ static void fun_acc(emitter *e)
         opcount_add(&e->before, &dprog.before);
         opcount_add(&e->after, &diag);
     } else {
+        e->needs |= solve_needs;
         e->fused = sym_fused;
         e->acc_chart = nextra > 0;
         acc_program(e, &prog, &solve, ACC_SYM);
@@ -2421,7 +2420,7 @@ static void fun_qproj(emitter *e)
                      "        if (step <= 1e-13 * size) return 0;\n"
                      "    }\n"
                      "    return 1;\n}\n\n",
-                  ch_emit_storage(n * n + k * n + n + k + h + h * n + n), n * n + k * n + n + k, h,
+                  ch_emit_storage(n * n + k * n + n + k + h + h * n + n, &e->needs), n * n + k * n + n + k, h,
                   h * n, n, h, n, n, n * n, n, h, n, n, n, n, n, n, h,
                   n);
 }
@@ -2475,7 +2474,7 @@ static void fun_project(emitter *e)
                          "        kn_con(t, x, p, x + %zu, ph);\n"
                          "        if (la_proj(%zu, %zu, o, o + %zu, ph, x + %zu, w, piv)) return 1;\n"
                          "    }\n",
-                      ch_emit_storage(n * n + k * n + n + 2 * k + k * k), n * n + k * n + n + k,
+                      ch_emit_storage(n * n + k * n + n + 2 * k + k * k, &e->needs), n * n + k * n + n + k,
                       k + k * k, n, n, n, k, n * n, n);
     }
     ch_buf_put(b, "    return 0;\n}\n");
@@ -2560,7 +2559,7 @@ static void put_decls(emitter *e, ch_buf *b)
         P, P, P, P, P, P, P);
     ch_buf_printf(b, "#define %s_CHART %d\n", P, has_chart(e));
     ch_buf_printf(b, "#define %s_NEWTON %d\n", P, newton_start(e));
-    ch_buf_printf(b, "#define %s_REENTRANT %d\n", P, !uses_static(e));
+    ch_buf_printf(b, "#define %s_REENTRANT %d\n", P, !(e->needs & CH_NEEDS_STATIC));
 }
 
 static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
@@ -2660,11 +2659,6 @@ static void put_tables(emitter *e, ch_buf *b)
     free(names), free(pre), free(owned);
 }
 
-static int calls_la_solve(const ch_buf *code)
-{
-    return code->s && strstr(code->s, "la_solve(") != NULL;
-}
-
 static int put_template(emitter *e, ch_buf *b, const char *name)
 {
     const char *t = ch_embedded(name, NULL);
@@ -2737,12 +2731,12 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
-    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, header, source, err);
+    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, NULL, header, source, err);
 }
 
 int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
-                    ch_buf *header, ch_buf *source, ch_error *err)
+                    const char *prelude, ch_buf *header, ch_buf *source, ch_error *err)
 {
     emitter e;
     memset(&e, 0, sizeof e);
@@ -2823,15 +2817,16 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
 
         ch_buf_reset(source);
         put_banner(&e, source, "c");
-        ch_buf_put(source, "#include <math.h>\n\n/* The declarations of the header, repeated so "
+        ch_buf_put(source, prelude ? prelude : "#include <math.h>\n");
+        ch_buf_put(source, "\n/* The declarations of the header, repeated so "
                            "that this file\n * compiles on its own (in-memory JIT). */\n");
         put_decls(&e, source);
         ch_buf_put(source, "\n");
         put_tables(&e, source);
         /* the dense solvers where the code or a template calls them (a
          * diagonal M* needs none: an unused static function fails -Werror) */
-        if (need_dyn || e.facc || (form == CH_FORM_FULL && e.k > 0) || calls_la_solve(&e.kern)
-            || calls_la_solve(&e.fun))
+        if (need_dyn || e.facc || (form == CH_FORM_FULL && e.k > 0) ||
+            (e.needs & CH_NEEDS_LA_SOLVE))
             put_template(&e, source, "templates/solve.c.in");
         if (need_dyn) put_template(&e, source, "templates/kkt.c.in");
         if (e.facc) put_template(&e, source, "templates/lambda.c.in");

@@ -133,9 +133,12 @@ typedef struct {
 } ch_chart_cols;
 
 /* ch_emit_c_cached with the hamilton form's y_NAME output columns from
- * cols (NULL: the form's own); other forms ignore cols. */
+ * cols (NULL: the form's own); other forms ignore cols. prelude is the
+ * text written at the top of the source for `#include <math.h>\n`
+ * (NULL: that line): the JIT's declarations of what it takes from the
+ * host's math library. */
 int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
-                    ch_buf *header, ch_buf *source, ch_error *err);
+                    const char *prelude, ch_buf *header, ch_buf *source, ch_error *err);
 
 #endif

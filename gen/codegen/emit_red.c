@@ -47,6 +47,7 @@ typedef struct {
     unsigned char *anz;       /* m*m: B^T M B entry may be nonzero */
     const char *xfmt;         /* X's entries: scalars "X%zu", or "Xa[%zu]" after la_solve */
     int use_gd;               /* the body needs the LU arrays */
+    unsigned needs;           /* CH_NEEDS_* of what was written (emit_red.h) */
     int row_test;             /* 1 where a row of G_d is small against G's row */
     int chart_test;           /* 2 where a pivot is numerically 0 against its row */
     unsigned char *is_dep;    /* n: the coordinate's velocity is dependent */
@@ -444,6 +445,7 @@ static void solve_dense(gen *g)
         ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + g->m, val(g, orr(g, a)));
     }
     ch_buf_printf(g->b, "    if (la_solve(%zu, %zu, Gd, Xa, 0, ws, piv)) return 1;\n", k, g->w);
+    g->needs |= CH_NEEDS_LA_SOLVE;
     for (size_t i = 0; i < k * g->w; i++) g->xnz[i] = 1;
     lu_ops(k, g->w, g->ops);
 }
@@ -544,8 +546,9 @@ static void put_a_array(ch_buf *b, size_t m, const char *indent, unsigned char *
 /* ch_emit_small_solve, setting aread (m*m flags, or NULL) for each A
  * scalar it reads. */
 static void small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops,
-                        unsigned char *aread)
+                        unsigned char *aread, unsigned *needs)
 {
+    if (m > 0) *needs |= CH_NEEDS_LA_SOLVE; /* the fallback (every pivot has it) */
     /* the fallback: la_solve on the full matrix rebuilt from the scalars */
     ch_buf fb;
     ch_buf_init(&fb);
@@ -563,9 +566,10 @@ static void small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcoun
     ch_buf_free(&fb);
 }
 
-void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops)
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops,
+                         unsigned *needs)
 {
-    small_solve(b, m, anz, ops, NULL);
+    small_solve(b, m, anz, ops, NULL, needs);
 }
 
 /* X, MB, A and f (into vt) of in as statements in body, their
@@ -622,24 +626,28 @@ static void gen_free(gen *g)
     free(g->is_dep);
 }
 
-const char *ch_emit_storage(size_t count)
+const char *ch_emit_storage(size_t count, unsigned *needs)
 {
-    return count > CH_STACK_ELEMS ? "static " : "";
+    if (count <= CH_STACK_ELEMS) return "";
+    if (needs) *needs |= CH_NEEDS_STATIC;
+    return "static ";
 }
 
 /* The function after its head: la_solve's work space (when ws says it
  * is used), the LU path's arrays, the statement voids (the parameters
  * the body may leave unused), in's statements, then body's. */
-static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
+static void put_kernel(ch_buf *code, gen *g, int ws, const char *voids,
                        const ch_buf *body)
 {
     size_t nw = g->k > g->m ? g->k : g->m;
     if (ws)
         ch_buf_printf(code, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
-                      ch_emit_storage(nw * nw + 1), nw * nw + 1, ch_emit_storage(nw + 1), nw + 1);
+                      ch_emit_storage(nw * nw + 1, &g->needs), nw * nw + 1,
+                      ch_emit_storage(nw + 1, &g->needs), nw + 1);
     if (g->use_gd)
         ch_buf_printf(code, "    %sdouble Gd[%zu], Xa[%zu];\n",
-                      ch_emit_storage(g->k * g->k + g->k * g->w), g->k * g->k, g->k * g->w);
+                      ch_emit_storage(g->k * g->k + g->k * g->w, &g->needs), g->k * g->k,
+                      g->k * g->w);
     ch_buf_put(code, voids);
     ch_buf_put(code, g->in->body ? g->in->body : "");
     ch_buf_putn(code, body->s, body->len);
@@ -649,7 +657,7 @@ static void put_kernel(ch_buf *code, const gen *g, int ws, const char *voids,
 /* ch_emit_reduced_numeric; with val_read (or NULL) set for each of in's
  * values that the kept statements read. */
 static int reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                           int *triangular, unsigned char *val_read)
+                           int *triangular, unsigned char *val_read, unsigned *needs)
 {
     gen g;
     ch_buf body;
@@ -658,7 +666,7 @@ static int reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
     unsigned char *aread = calloc(g.m * g.m + 1, 1);
     if (!aread) rc = -1;
     if (rc == 0) {
-        small_solve(&body, g.m, g.anz, ops, aread);
+        small_solve(&body, g.m, g.anz, ops, aread, &g.needs);
         a_read(&g, aread);
         sweep(&g);
         for (size_t i = 0; val_read && i < g.nvalues - value_id(&g, V_VAL, 0); i++)
@@ -671,6 +679,7 @@ static int reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                          "static int kn_acc(double t, const double *x, const double *p, "
                          "double *v,\n                  double *vt)\n{\n");
         put_kernel(code, &g, 1, "    (void)t; (void)x; (void)p; (void)v;\n", &body);
+        *needs |= g.needs;
         rc = body.oom || code->oom ? -1 : 0;
     }
     free(aread);
@@ -680,9 +689,9 @@ static int reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
 }
 
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                            int *triangular)
+                            int *triangular, unsigned *needs)
 {
-    return reduced_numeric(in, code, ops, triangular, NULL);
+    return reduced_numeric(in, code, ops, triangular, NULL, needs);
 }
 
 int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
@@ -694,6 +703,7 @@ int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
     ch_buf_init(&code);
     ch_opcount ops = {0, 0, 0, 0};
     int tri = 0, rc = -1;
+    unsigned needs = 0;
     if (val && text) {
         /* texts that differ: no two pivots taken for one */
         for (size_t i = 0; i < nv; i++) {
@@ -703,7 +713,7 @@ int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
         ch_redsolve at = *in;
         at.val = val;
         at.body = NULL;
-        rc = reduced_numeric(&at, &code, &ops, &tri, read);
+        rc = reduced_numeric(&at, &code, &ops, &tri, read, &needs);
     }
     ch_buf_free(&code);
     free(val);
@@ -712,7 +722,7 @@ int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
 }
 
 int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                         int *triangular)
+                         int *triangular, unsigned *needs)
 {
     gen g;
     ch_buf body;
@@ -732,6 +742,7 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
             put_a_array(&body, g.m, "        ", aread);
             ch_buf_printf(&body, "        if (la_solve(%zu, 1, A, vt, 1, ws, piv)) return 1;\n    }\n",
                           g.m);
+            g.needs |= CH_NEEDS_LA_SOLVE;
             ch_la_solve_ops(g.m, 1, ops);
         }
         for (size_t r = 0; r < g.m; r++)
@@ -756,8 +767,10 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                             " * the values o la_kkt would solve: 0, or 1 where G_d or B^T M B\n"
                             " * is singular. */\n"
                             "static int kn_facc(const double *o, double *acc)\n{\n"
-                            "    %sdouble vt[%zu];\n", ch_emit_storage(g.m), g.m > 0 ? g.m : 1);
+                            "    %sdouble vt[%zu];\n", ch_emit_storage(g.m, &g.needs),
+                      g.m > 0 ? g.m : 1);
         put_kernel(code, &g, g.use_gd || g.m > CH_SPD_UNROLL_MAX, "", &body);
+        *needs |= g.needs;
         rc = body.oom || code->oom ? -1 : 0;
     }
     free(aread);

@@ -42,6 +42,13 @@ typedef struct {
     const char *body;
 } ch_redsolve;
 
+/* What emitted code needs besides its own text, reported by the function
+ * that writes it into *needs (or'ed in), so that nobody searches the text:
+ * la_solve (templates/solve.c.in) is called; a work array is static (the
+ * functions are then not reentrant, PREFIX_REENTRANT 0). */
+#define CH_NEEDS_LA_SOLVE 1u
+#define CH_NEEDS_STATIC 2u
+
 /* Below this chart quality (emit_c.c's kn_cq, README "Charts") the
  * emitted rhs of a reduced or hamilton form returns 2: the chart is
  * numerically singular there. Where kn_acc solves a triangular G_d it
@@ -59,7 +66,7 @@ typedef struct {
  * the body's temporaries must use another stem. Returns 0, or -1 when out of
  * memory. */
 int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                            int *triangular);
+                            int *triangular, unsigned *needs);
 
 /* Which of in's values (n*n + k*n + n + k flags into read, in's order)
  * the statements of ch_emit_reduced_numeric read, whatever in's texts
@@ -84,7 +91,7 @@ int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol);
  * loops. Declares vt, and ws, piv and the LU path's arrays where it
  * uses them; the rest as ch_emit_reduced_numeric. */
 int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
-                         int *triangular);
+                         int *triangular, unsigned *needs);
 
 /* The reduced system of ch_emit_reduced_numeric as expressions of the
  * values v (n*n + k*n + n + k, in the order of in->val; in->nz their
@@ -141,7 +148,8 @@ int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v
  * by the caller) for larger m or where a pivot shows A is not numerically
  * positive definite. anz: A's nonzero pattern. The operations are added
  * to ops. */
-void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops);
+void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcount *ops,
+                         unsigned *needs);
 
 /* The operations of la_solve on an n x n symmetric positive definite
  * system with nrhs right sides (Cholesky path), added to ops. */
@@ -157,8 +165,9 @@ void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops);
 #define CH_STACK_ELEMS 2048
 
 /* "static " for a declaration of arrays of count elements in all (no
- * initializers), "" otherwise. */
-const char *ch_emit_storage(size_t count);
+ * initializers), with CH_NEEDS_STATIC set in *needs (needs may be NULL),
+ * "" otherwise. */
+const char *ch_emit_storage(size_t count, unsigned *needs);
 
 /* Appends straight-line code solving A x = f in place (f_fmt "f[%zu]"
  * indexes f, a_fmt "A[%zu]" the row-major m x m A, anz its nonzero

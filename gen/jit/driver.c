@@ -124,31 +124,11 @@ static const char math_decls[] = CH_JIT_MATH_FNS(MATH_DECL)
     "#endif\n"
     "#endif\n";
 
-void ch_driver_jit_unit(const char *prefix, const char *header,
-                        const char *source, ch_buf *unit)
+const char *ch_driver_math_prelude(void) { return math_decls; }
+
+void ch_driver_jit_unit(const char *prefix, const char *source, ch_buf *unit)
 {
-    char include[96];
-    snprintf(include, sizeof include, "#include \"%s.h\"", prefix);
-    size_t ilen = strlen(include);
-    /* What the preprocessor does with PREFIX.c next to PREFIX.h, so that
-     * the JIT sees the translation unit the driver build sees. A source
-     * that does not include its header is taken as it is. */
-    for (const char *s = source; *s;) {
-        const char *nl = strchr(s, '\n');
-        size_t n = nl ? (size_t)(nl - s) : strlen(s);
-        size_t m = n;
-        while (m && (s[m - 1] == ' ' || s[m - 1] == '\t' || s[m - 1] == '\r')) m--;
-        if (m == ilen && memcmp(s, include, ilen) == 0) {
-            ch_buf_put(unit, header);
-            if (!*header || header[strlen(header) - 1] != '\n') ch_buf_putc(unit, '\n');
-        } else if (m == 17 && memcmp(s, "#include <math.h>", 17) == 0) {
-            ch_buf_put(unit, math_decls);
-        } else {
-            ch_buf_putn(unit, s, n);
-            if (nl) ch_buf_putc(unit, '\n');
-        }
-        s += n + (nl ? 1 : 0);
-    }
+    ch_buf_put(unit, source);
     ch_buf_printf(unit,
         "\n#ifndef %s_NOUT\n#define %s_NOUT 0\n#endif\n"
         "#ifndef %s_CHART\n#define %s_CHART 0\n#endif\n"

@@ -31,13 +31,16 @@ void ch_emit_driver(const char *prefix, ch_buf *main_c);
 int ch_driver_runtime_file(size_t i, const char **name, const char **text,
                            size_t *len, ch_error *err);
 
-/* One translation unit for the JIT: the source with a line
- * `#include "PREFIX.h"` replaced by the header text (as the preprocessor
- * would) and `#include <math.h>` by the declarations the emitted code
- * uses, then a table of the PREFIX_N* macros so that the sizes can be
- * read as a symbol (PREFIX_chrt_dims). */
-void ch_driver_jit_unit(const char *prefix, const char *header,
-                        const char *source, ch_buf *unit);
+/* What the JIT puts where emitted code includes <math.h> (the prelude
+ * of ch_emit_c_chart): declarations of the functions the emitted code
+ * calls, which tcc resolves from this process, and HUGE_VAL. */
+const char *ch_driver_math_prelude(void);
+
+/* One translation unit for the JIT: the source (emitted with
+ * ch_driver_math_prelude, so that it compiles alone), then a table of the
+ * PREFIX_N* macros so that the sizes can be read as a symbol
+ * (PREFIX_chrt_dims). */
+void ch_driver_jit_unit(const char *prefix, const char *source, ch_buf *unit);
 
 /* Fills s from a unit compiled by ch_jit_compile (built by
  * ch_driver_jit_unit). A missing symbol is CH_ERR_MODEL naming it. The
