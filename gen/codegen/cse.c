@@ -1406,6 +1406,14 @@ void ch_cse_prog_free(ch_cse_prog *p)
     memset(p, 0, sizeof *p);
 }
 
+void ch_cse_prog_drop_outputs(ch_cse_prog *p, size_t count)
+{
+    for (size_t i = 0; i < count; i++) free(p->ref[i]);
+    memmove(p->ref, p->ref + count, (p->n - count) * sizeof *p->ref);
+    if (p->out) memmove(p->out, p->out + count, (p->n - count) * sizeof *p->out);
+    p->n -= count;
+}
+
 void ch_cse_prog_drop_data(ch_cse_prog *p)
 {
     free(p->line);

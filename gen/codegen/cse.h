@@ -66,6 +66,9 @@ int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
 void ch_cse_prog_free(ch_cse_prog *p);
 /* Frees the data of p and keeps its text (line ... out become NULL). */
 void ch_cse_prog_drop_data(ch_cse_prog *p);
+/* Drops p's first `count` outputs (count <= p->n): the rest move to the
+ * front, the statements stay. */
+void ch_cse_prog_drop_outputs(ch_cse_prog *p, size_t count);
 
 /* Programs already built, handed out again when the same outputs are asked
  * for with the same symbol names, stem and indent (the forms of one model

@@ -1997,11 +1997,7 @@ static int subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int 
             ch_cse_prog_free(&p);
             continue;
         }
-        if (fuse) { /* the outputs after alpha's (alpha's are in v) */
-            for (size_t i = 0; i < k; i++) free(p.ref[i]);
-            memmove(p.ref, p.ref + k, no * sizeof *p.ref);
-            p.n = no;
-        }
+        if (fuse) ch_cse_prog_drop_outputs(&p, k); /* alpha's are in v */
         double cost = call_cost(&p.after) + alpha_cost;
         if (have && cost >= best) {
             ch_cse_prog_free(&p);
@@ -2258,10 +2254,7 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
     for (size_t r = 0; r < m; r++) ch_buf_printf(&p->body, "    v[%d] = vi%zu;\n", mf->indep[r], r);
     for (size_t nu = 0; nu < k; nu++)
         ch_buf_printf(&p->body, "    v[%d] = vd%zu;\n", mf->dep[nu], nu);
-    for (size_t r = 0; r < m; r++) free(p->ref[r]);
-    for (size_t nu = 0; nu < k; nu++) free(p->ref[m + nu]);
-    memmove(p->ref, p->ref + m + k, m * sizeof *p->ref);
-    p->n = m;
+    ch_cse_prog_drop_outputs(p, m + k); /* eta's and alpha's are in v */
     return 0;
 }
 
