@@ -311,7 +311,7 @@ static const ch_expr *bareiss(ch_ctx *ctx, const ch_expr *a, const ch_expr *d,
     if (!num || ch_is_zero(num) || ch_is_one(prev)) return num;
     const ch_expr *q = ch_div(ctx, num, prev);
     const ch_expr *s = q && ch_dag_size_capped(q, 300) < 300 ? ch_simplify(ctx, q) : NULL;
-    if (!s) ch_ctx_clear_error(ctx); /* too large to simplify: keep q */
+    if (!s && q) ch_ctx_clear_error(ctx); /* too large to simplify: keep q */
     return s ? s : q;
 }
 
@@ -381,9 +381,10 @@ int ch_mat_solve_at(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < k; i++) {
-        for (size_t j = 0; j < k; j++) T[i * w + j] = A[i * k + j];
-        for (size_t j = 0; j < nrhs; j++) T[i * w + k + j] = B[i * nrhs + j];
+    for (size_t i = 0; i < k * w; i++) {
+        size_t r = i / w, j = i % w;
+        /* a NULL entry: the caller's failure, recorded in the context */
+        if (!(T[i] = j < k ? A[r * k + j] : B[r * nrhs + j - k])) goto out;
     }
     if (av) ch_eval_d_many(ctx, k * k, A, at, av);
     const ch_expr *prev = ch_one(ctx);
@@ -417,8 +418,9 @@ int ch_mat_solve_at(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
             /* Bareiss step: the division by the previous pivot is exact
              * for polynomial entries; simplify cancels it. */
             for (size_t j = p + 1; j < w; j++)
-                T[i * w + j] = bareiss(ctx, T[p * w + p], T[i * w + j], lead,
-                                       T[p * w + j], prev);
+                if (!(T[i * w + j] = bareiss(ctx, T[p * w + p], T[i * w + j], lead,
+                                             T[p * w + j], prev)))
+                    goto out; /* the context's error (out of memory, a limit) */
             T[i * w + p] = ch_zero(ctx);
         }
         prev = T[p * w + p];
@@ -428,7 +430,10 @@ int ch_mat_solve_at(ch_ctx *ctx, size_t k, const ch_expr *const *A, size_t nrhs,
         for (size_t ii = k; ii-- > 0;) {
             size_t nt = 0;
             const ch_expr **terms = malloc((k + 1) * sizeof *terms);
-            if (!terms) goto out;
+            if (!terms) {
+                ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+                goto out;
+            }
             terms[nt++] = T[ii * w + k + c];
             for (size_t j = ii + 1; j < k; j++)
                 terms[nt++] = ch_neg(ctx, ch_mul(ctx, T[ii * w + j], X[j * nrhs + c]));
