@@ -1942,13 +1942,17 @@ static void count_nodes(const ch_expr *e, ch_map *seen)
     for (int i = 0; i < nchildren(e); i++) count_nodes(child(e, i), seen);
 }
 
-/* Stops as soon as more than cap nodes were seen. */
-static void count_capped(const ch_expr *e, ch_map *seen, size_t cap)
+/* Stops as soon as more than cap nodes were seen, or seen cannot grow
+ * (*oom set: a node not kept would be counted again at every visit). */
+static void count_capped(const ch_expr *e, ch_map *seen, size_t cap, int *oom)
 {
-    if (seen->len > cap || ch_map_get(seen, e->id)) return;
-    ch_map_put(seen, e->id, (void *)e);
-    for (int i = 0; i < nchildren(e) && seen->len <= cap; i++)
-        count_capped(child(e, i), seen, cap);
+    if (*oom || seen->len > cap || ch_map_get(seen, e->id)) return;
+    if (ch_map_put(seen, e->id, (void *)e)) {
+        *oom = 1;
+        return;
+    }
+    for (int i = 0; i < nchildren(e) && seen->len <= cap && !*oom; i++)
+        count_capped(child(e, i), seen, cap, oom);
 }
 
 size_t ch_dag_size_capped(const ch_expr *e, size_t cap)
@@ -1981,9 +1985,11 @@ static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
 {
     ch_map seen;
     ch_map_init(&seen);
-    for (size_t i = 0; i < n && seen.len <= cap; i++)
-        if (e[i]) count_capped(e[i], &seen, cap);
-    size_t r = seen.len > cap ? cap + 1 : seen.len;
+    int oom = 0;
+    for (size_t i = 0; i < n && seen.len <= cap && !oom; i++)
+        if (e[i]) count_capped(e[i], &seen, cap, &oom);
+    /* out of memory: "larger than cap", which makes callers skip work */
+    size_t r = seen.len > cap || oom ? cap + 1 : seen.len;
     ch_map_free(&seen);
     return r;
 }

@@ -329,7 +329,8 @@ uint64_t ch_hash_q(const fmpq_t q);
 /* Number of distinct nodes reachable from e (DAG size). */
 size_t ch_dag_size(const ch_expr *e);
 /* min(ch_dag_size(e), cap + 1), visiting at most cap + 1 nodes: a size
- * test that costs O(cap) however large e is. */
+ * test that costs O(cap) however large e is. cap + 1 also when out of
+ * memory (callers then skip the work the size test guards). */
 size_t ch_dag_size_capped(const ch_expr *e, size_t cap);
 /* The same for the nodes of n expressions together (NULL entries are
  * skipped). */
