@@ -618,7 +618,10 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     return 0;
 fail:;
     const ch_error *e = ch_ctx_error(ctx);
-    return ch_error_set(err, e->code == CH_ERR_LIMIT ? CH_ERR_LIMIT : CH_ERR_MODEL,
-                        m->file, pos.line, pos.col, "reduced form: %s",
-                        e->code ? e->msg : "failed");
+    /* a limit or out of memory stays what it is; no error recorded is a
+     * failed allocation outside the context */
+    ch_status code = e->code == CH_ERR_LIMIT || e->code == CH_ERR_MEMORY ? e->code
+                   : e->code == CH_OK ? CH_ERR_MEMORY : CH_ERR_MODEL;
+    return ch_error_set(err, code, m->file, pos.line, pos.col, "reduced form: %s",
+                        e->code ? e->msg : "out of memory");
 }
