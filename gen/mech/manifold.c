@@ -132,12 +132,13 @@ static int pick_velocity(const ch_lagrange *L, const ch_manifold *mf,
 
 /* Gaussian elimination at one generic point, constraint by constraint,
  * pivoting on the chosen column. Zero is judged relative to the row as
- * given, so cancellation in the elimination reads as 0. */
+ * given, so cancellation in the elimination reads as 0. 0, -1 when a row
+ * has no velocity left, -2 out of memory. */
 static int eliminate_and_choose(const ch_lagrange *L, ch_manifold *mf, double *a)
 {
     size_t n = mf->n, k = mf->k;
     double *rowmax = calloc(k + 1, sizeof *rowmax);
-    if (!rowmax) return -1;
+    if (!rowmax) return -2;
     for (size_t r = 0; r < k; r++)
         for (size_t i = 0; i < n; i++)
             if (fabs(a[r * n + i]) > rowmax[r]) rowmax[r] = fabs(a[r * n + i]);
@@ -183,7 +184,13 @@ static int choose_dependent(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L
                           "points; add a `dependent` statement");
         goto out;
     }
-    if (eliminate_and_choose(L, mf, a) || block_rank(ctx, m, L, mf->dep, k, n) < (int)k) {
+    int chosen = eliminate_and_choose(L, mf, a);
+    int rank = chosen ? 0 : block_rank(ctx, m, L, mf->dep, k, n);
+    if (chosen == -2 || rank == -2) {
+        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+        goto out;
+    }
+    if (chosen || rank < (int)k) {
         rc = ch_error_set(err, CH_ERR_MODEL, m->file, pos.line, pos.col,
                           "cannot choose the dependent velocities "
                           "automatically; add a `dependent` statement");
@@ -1128,8 +1135,8 @@ double *ch_manifold_initial_point(const ch_manifold *mf)
 /* v0 (n): the `initial` velocities, the dependent ones (mf->dep) solving
  * the constraints by damped Newton from the given values, then from
  * values moved by +-1 and +-10 times their size (a start where the block
- * is singular, y' = 0 for x'^2 + y'^2 = v0^2, moves off it); 0, or -1
- * when no start converges. */
+ * is singular, y' = 0 for x'^2 + y'^2 = v0^2, moves off it); 0, -1
+ * when no start converges, -2 out of memory. */
 static int initial_velocities(const ch_manifold *mf, double *v0)
 {
     const ch_model *m = mf->model;
@@ -1138,7 +1145,7 @@ static int initial_velocities(const ch_manifold *mf, double *v0)
     for (size_t i = 0; i < mf->n; i++) v0[i] = m->qt0[i];
     if (!k) return 0;
     dsolver s;
-    int rc = -1;
+    int rc = -2;
     if (dsolver_init(&s, mf, k, NULL, NULL)) goto out;
     s.tri = k >= 2 && find_triangular(&s);
     /* given values on the constraints are kept (Newton would fail where
@@ -1147,6 +1154,7 @@ static int initial_velocities(const ch_manifold *mf, double *v0)
     tmp.v0 = v0;
     double *base = ch_manifold_initial_point(&tmp), vmax = 0;
     if (!base) goto out;
+    rc = -1;
     memcpy(s.d, base, s.ns * sizeof *s.d);
     for (size_t i = 0; i < mf->n; i++) vmax = fmax(vmax, fabs(v0[i]));
     if (dphi_norm(&s) <= 1e-13 * (1 + vmax * vmax)) rc = 0;
@@ -1199,13 +1207,17 @@ static int preferred(const ch_manifold *mf, size_t a, size_t i, size_t j)
 /* Gaussian elimination of the scaled g (k x n, overwritten) with full
  * pivoting over the rows and the columns with allow[i] (NULL: all):
  * cols[r] gets the column of step r. Returns the number of steps whose
- * pivot reached REGULAR_TOL (k: that block of columns is regular). */
+ * pivot reached REGULAR_TOL (k: that block of columns is regular), or
+ * k + 1 when out of memory. */
 static size_t pivot_columns(const ch_manifold *mf, double *g, const int *allow, int *cols)
 {
     size_t k = mf->k, n = mf->n, r = 0;
     size_t *row = malloc((k + 1) * sizeof *row);
     char *used = calloc(n + 1, 1);
-    if (!row || !used) goto out;
+    if (!row || !used) {
+        r = k + 1;
+        goto out;
+    }
     for (size_t a = 0; a < k; a++) row[a] = a;
     for (; r < k; r++) {
         size_t br = k, bc = n;
@@ -1247,14 +1259,15 @@ static int cmp_int(const void *a, const void *b)
 
 /* mf->dep_sign at the point pt: LU with partial pivoting of the
  * dependent block there; 0 when a pivot is below 1e-12 of the largest
- * entry, or not finite, or out of memory. */
+ * entry, or not finite; 2 when out of memory. */
 static int block_sign(const ch_manifold *mf, const double *pt)
 {
     size_t k = mf->k, n = mf->n;
     const ch_expr **blk = malloc((k * k + 1) * sizeof *blk);
     double *a = malloc((k * k + 1) * sizeof *a), *b = calloc(k + 1, sizeof *b), amax = 0;
-    int sign = 0;
+    int sign = 2;
     if (!blk || !a || !b) goto out;
+    sign = 0;
     for (size_t r = 0; r < k; r++)
         for (size_t c = 0; c < k; c++) blk[r * k + c] = mf->lag->G[r * n + mf->dep[c]];
     ch_eval_d_many(mf->ctx, k * k, blk, pt, a);
@@ -1327,48 +1340,58 @@ static int initial_state(ch_ctx *ctx, const ch_model *m, ch_manifold *mf,
     double *pt = NULL;
     double *g = malloc((k * n + 1) * sizeof *g), *h = malloc((k * n + 1) * sizeof *h);
     int *cols = malloc((k + 1) * sizeof *cols), *all = malloc((k + 1) * sizeof *all);
-    int rc = 0, solved = 0;
-    if (!g || !h || !cols || !all) {
-        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
-        goto out;
-    }
-    solved = initial_velocities(mf, v0) == 0;
+    int rc = 0, solved = 0, iv;
+    if (!g || !h || !cols || !all) goto oom;
+    if ((iv = initial_velocities(mf, v0)) == -2) goto oom;
+    solved = iv == 0;
     if (!solved) {
         /* the given values (initial_velocities left them in v0) */
-        pt = ch_manifold_initial_point(mf);
-        if (!pt || scaled_jacobian(mf, pt, g)) goto out;
+        if (!(pt = ch_manifold_initial_point(mf))) goto oom;
+        if (scaled_jacobian(mf, pt, g)) goto out;
         memcpy(h, g, k * n * sizeof *h);
         /* the tool's choice may be singular there, where Newton cannot
          * start: choose there, then solve */
-        if (!m->ndep && pivot_columns(mf, h, mf->is_dep, cols) < k
-            && (memcpy(h, g, k * n * sizeof *h), pivot_columns(mf, h, NULL, all)) == k) {
+        size_t r = m->ndep ? k : pivot_columns(mf, h, mf->is_dep, cols), r_all = 0;
+        if (r < k) {
+            memcpy(h, g, k * n * sizeof *h);
+            r_all = pivot_columns(mf, h, NULL, all);
+        }
+        if (r > k || r_all > k) goto oom;
+        if (r < k && r_all == k) {
             set_choice(mf, all);
-            solved = initial_velocities(mf, v0) == 0;
+            if ((iv = initial_velocities(mf, v0)) == -2) goto oom;
+            solved = iv == 0;
         }
         free(pt);
         pt = NULL;
     }
-    if (!(pt = ch_manifold_initial_point(mf))) {
-        rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
-        goto out;
-    }
+    if (!(pt = ch_manifold_initial_point(mf))) goto oom;
     if (scaled_jacobian(mf, pt, g)) goto out;
     memcpy(h, g, k * n * sizeof *h);
     size_t rank = pivot_columns(mf, h, mf->is_dep, cols);
+    if (rank > k) goto oom;
     if (rank == k) goto out;
     memcpy(h, g, k * n * sizeof *h);
     size_t rank_all = pivot_columns(mf, h, NULL, all);
+    if (rank_all > k) goto oom;
     if (rank_all < k) goto out; /* no choice is regular there */
     if (m->ndep) {
         rc = singular_at_initial(mf, rank, all, err);
         goto out;
     }
     set_choice(mf, all);
-    solved = initial_velocities(mf, v0) == 0;
+    if ((iv = initial_velocities(mf, v0)) == -2) goto oom;
+    solved = iv == 0;
+    goto out;
+oom:
+    rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
 out:
     if (!solved) mf->v0 = NULL;
-    if (!rc && solved && (pt || (pt = ch_manifold_initial_point(mf))))
-        mf->dep_sign = block_sign(mf, pt);
+    if (!rc && solved) {
+        int sign = pt || (pt = ch_manifold_initial_point(mf)) ? block_sign(mf, pt) : 2;
+        if (sign == 2) rc = ch_error_set(err, CH_ERR_MEMORY, m->file, 0, 0, "out of memory");
+        else mf->dep_sign = sign;
+    }
     free(pt);
     free(g);
     free(h);
