@@ -86,13 +86,14 @@ static const ch_expr *force_power(ch_ctx *ctx, const ch_manifold *mf)
 
 
 /* The ratio euler/phi at two generic points where phi is not small; 0
- * with *r set when they agree, -1 when they differ or no point works. */
+ * with *r set when they agree, -1 when they differ or no point works, -2
+ * out of memory. */
 static int sigma_ratio(ch_ctx *ctx, const ch_expr *euler, const ch_expr *phi,
                        double *r)
 {
     size_t ns = ch_ctx_nsyms(ctx);
     double *pt = malloc((ns ? ns : 1) * sizeof *pt);
-    if (!pt) return -1;
+    if (!pt) return -2;
     double got[2];
     int have = 0;
     for (int w = 0; w < RATIO_POINTS && have < 2; w++) {
@@ -246,15 +247,18 @@ static vdeg vdeg_of(vdeg_memo *m, const ch_expr *e)
     return d;
 }
 
-/* sigma with q_t.dphi/dq_t == sigma phi proven as an identity, or NULL.
- * The numerical ratio proposes sigma; the structural degree, when it
- * agrees, proves it (Euler's theorem), else the zero test decides. */
+/* sigma with q_t.dphi/dq_t == sigma phi proven as an identity, or NULL
+ * (out of memory recorded in the context). The numerical ratio proposes
+ * sigma; the structural degree, when it agrees, proves it (Euler's
+ * theorem), else the zero test decides. */
 static const ch_expr *homogeneity(ch_ctx *ctx, vdeg_memo *vm,
                                   const ch_expr *euler, const ch_expr *phi)
 {
     double r;
     slong p, q;
-    if (sigma_ratio(ctx, euler, phi, &r) || small_rational(r, &p, &q)) return NULL;
+    int sr = sigma_ratio(ctx, euler, phi, &r);
+    if (sr == -2) ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+    if (sr || small_rational(r, &p, &q)) return NULL;
     const ch_expr *sigma = ch_num_frac(ctx, p, q);
     vdeg d = vdeg_of(vm, phi);
     vdeg want = vdeg_make(p, q);
@@ -462,12 +466,15 @@ int ch_chetaev_derive(ch_ctx *ctx, const ch_manifold *mf, ch_chetaev *out,
     vdeg_memo vm;
     memset(&vm, 0, sizeof vm);
     ch_map_init(&vm.memo);
-    for (size_t a = 0; a < k; a++) {
+    int oom = 0;
+    for (size_t a = 0; a < k && !oom; a++) {
         C.sigma[a] = homogeneity(ctx, &vm, power[a], L->phi[a]);
-        ch_ctx_clear_error(ctx); /* a failed proof only means "not shown" */
+        /* a failed proof only means "not shown", unless memory ran out */
+        if (!(oom = ch_ctx_error(ctx)->code == CH_ERR_MEMORY)) ch_ctx_clear_error(ctx);
     }
     ch_map_free(&vm.memo);
     free(vm.v);
+    if (oom) return ctx_failed(ctx, err, m, cpos);
     /* On the manifold G_nu q_t = sigma_nu phi_nu = 0 for a homogeneous
      * constraint, so its reaction power drops out of the balance there:
      * when every constraint is homogeneous the test needs no multipliers,
