@@ -88,7 +88,7 @@ const ch_expr *ch_parse_check(ch_parser *p, const ch_token *at,
     ch_tok_describe(at, d, sizeof d);
     if (at->kind == CH_TOK_NUMBER) /* the reason already quotes it */
         ch_parse_fail(p, at, code, "%s", why);
-    else if (code == CH_ERR_LIMIT)
+    else if (code == CH_ERR_LIMIT || code == CH_ERR_MEMORY)
         ch_parse_fail(p, at, code, "%s at %s", why, d);
     else
         ch_parse_fail(p, at, code, "invalid operation at %s: %s", d, why);
