@@ -50,6 +50,9 @@
 
 static void fail(cse *s, ch_status code, const char *msg)
 {
+    /* a constructor that failed for want of memory is no limit */
+    if (code == CH_ERR_LIMIT && ch_ctx_error(s->ctx)->code == CH_ERR_MEMORY)
+        code = CH_ERR_MEMORY, msg = "out of memory in CSE";
     if (!s->failed) ch_error_set(s->err, code, NULL, 0, 0, "%s", msg);
     s->failed = 1;
 }

@@ -173,6 +173,15 @@ static int kernel_build(emitter *e, size_t nout, const ch_expr *const *outs,
     return 0;
 }
 
+/* A program's statements into b; an incomplete text (its body ran out of
+ * memory after the CSE, e.g. the writes of v appended to it) makes b's
+ * incomplete too, which the emitter reports. */
+static void put_body(ch_buf *b, const ch_cse_prog *prog)
+{
+    ch_buf_putn(b, prog->body.s, prog->body.len); /* (no strlen of megabytes) */
+    if (prog->body.oom) b->oom = 1;
+}
+
 static void opcount_add(ch_opcount *to, const ch_opcount *c)
 {
     to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
@@ -188,7 +197,7 @@ static void kernel_put_v(emitter *e, const char *name, ch_cse_prog *prog, int wr
     ch_buf_printf(b, " */\nstatic void kn_%s(double t, const double *x, "
                      "const double *p, %sdouble *v, double *o)\n{\n"
                      "    (void)t; (void)x; (void)p; (void)v;\n", name, writes_v ? "" : "const ");
-    ch_buf_putn(b, prog->body.s, prog->body.len); /* (no strlen of megabytes) */
+    put_body(b, prog);
     for (size_t i = 0; i < prog->n; i++) { /* (printf is slow for tens of thousands) */
         char num[24];
         size_t d = sizeof num;
@@ -371,6 +380,15 @@ static int kernel_or_kane(emitter *e, const char *name, size_t nout,
     int from_kane = program_or_kane(e, name, nout, closed, kane, &prog);
     if (from_kane >= 0) kernel_put(e, name, &prog);
     return from_kane > 0;
+}
+
+/* The emitter failed: the first failure's error is kept, and a builder
+ * of the context that failed for want of memory is no limit. */
+static void emit_fail(emitter *e, ch_status code, const char *msg)
+{
+    if (ch_ctx_error(e->ctx)->code == CH_ERR_MEMORY) code = CH_ERR_MEMORY, msg = "out of memory";
+    if (!e->failed) ch_error_set(e->err, code, NULL, 0, 0, "%s", msg);
+    e->failed = 1;
 }
 
 static const ch_expr **earr(emitter *e, size_t n)
@@ -828,11 +846,14 @@ static const ch_expr **red_outputs(emitter *e)
     }
     for (size_t j = 0; j < mi * mi; j++) o[j] = red->M_star[j];
     if (ch_subst_many(e->ctx, mi, red->eqs, o + mi * mi, mi, from, to)) {
-        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the reduced equations");
-        e->failed = 1;
+        emit_fail(e, CH_ERR_LIMIT, "expression limit in the reduced equations");
         return NULL;
     }
-    for (size_t r = 0; r < mi; r++) o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]);
+    for (size_t r = 0; r < mi; r++)
+        if (!(o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]))) {
+            emit_fail(e, CH_ERR_LIMIT, "expression limit in the reduced equations");
+            return NULL;
+        }
     return o;
 }
 
@@ -907,7 +928,7 @@ static void fun_chart(emitter *e)
                       " * row of G (the chart is singular), 1 where a constant one is 0. */\n"
                       "static int kn_ck(double t, const double *x, const double *p, const double *v)\n{\n"
                       "    (void)t; (void)x; (void)p; (void)v;\n");
-        ch_buf_putn(b, ck.body.s, ck.body.len);
+        put_body(b, &ck);
         pivot_check_at(e, chart, ck.ref, 0, b);
         ch_buf_put(b, "    return 0;\n}\n\n");
         opcount_add(&e->before, &ck.before);
@@ -1139,8 +1160,7 @@ static const ch_expr **diagonal_outputs(emitter *e, const ch_expr *const *outs)
             || !(o[i * mi + i] = ch_simplify(ctx, a))
             || !(o[mi * mi + i] = ch_div(ctx, outs[mi * mi + i], o[i * mi + i]))) {
             if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) {
-                e->failed = 1;
-                ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+                emit_fail(e, CH_ERR_MEMORY, "out of memory");
             } else {
                 ch_ctx_clear_error(ctx); /* a limit: no such candidate */
             }
@@ -1204,7 +1224,7 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
         ch_buf_printf(&e->kern, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
                       ch_emit_storage(mi * mi + 1, &e->needs), mi * mi + 1, ch_emit_storage(mi + 1, &e->needs), mi + 1);
     ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
-    ch_buf_putn(&e->kern, prog->body.s, prog->body.len);
+    put_body(&e->kern, prog);
     ch_buf_putn(&e->kern, solve->s, solve->len);
     ch_buf_put(&e->kern, "}\n\n");
 }
@@ -1252,7 +1272,8 @@ static int chart_exprs(emitter *e, const ch_expr **o)
         /* (sin^2 + cos^2 is 1: the knife edge's row) */
         const ch_expr *simple = o[k + j] ? ch_simplify(e->ctx, o[k + j]) : NULL;
         if (simple) o[k + j] = simple;
-        else ch_ctx_clear_error(e->ctx); /* a limit: the sum as it is */
+        else if (o[k + j]) ch_ctx_clear_error(e->ctx); /* a limit: the sum as it is */
+        /* (no sum: its cause stays for the CSE to report) */
     }
     free(prow);
     free(pcol);
@@ -2067,10 +2088,8 @@ static void fun_acc(emitter *e)
             ch_redsolve in = acc_in(e, &vals, off);
             in.body = vals.body.s;
             num = vals.after;
-            if (ch_emit_reduced_numeric(&in, &code, &num, &tri, &code_needs)) {
-                e->failed = 1;
-                ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-            }
+            if (vals.body.oom || ch_emit_reduced_numeric(&in, &code, &num, &tri, &code_needs))
+                emit_fail(e, CH_ERR_MEMORY, "out of memory");
         }
     }
     ch_opcount ncmp = beyond_alpha(e, num, fused);
@@ -2148,10 +2167,8 @@ static void fun_acc(emitter *e)
     if (have_vals) ch_cse_prog_free(&vals);
     if (have_sub) ch_cse_prog_free(&sprog);
     if (have_diag) ch_cse_prog_free(&dprog);
-    if (code.oom || solve.oom || ssolve.oom || dsolve.oom) {
-        e->failed = 1;
-        ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-    }
+    if (code.oom || solve.oom || ssolve.oom || dsolve.oom)
+        emit_fail(e, CH_ERR_MEMORY, "out of memory");
     ch_buf_free(&code);
     ch_buf_free(&solve);
     ch_buf_free(&ssolve);
@@ -2210,16 +2227,13 @@ static void kernel_hyt(emitter *e)
         from[r] = e->m->qtt[mf->indep[r]];
         to[r] = ch_zero(ctx);
         if (!(dt[r] = ch_reduce_dt(ctx, red, red->y_star[r]))) {
-            e->failed = 1;
-            ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0,
-                         "expression limit in the time derivative of y*");
+            emit_fail(e, CH_ERR_LIMIT, "expression limit in the time derivative of y*");
             return;
         }
     }
     for (size_t j = 0; j < mi * mi; j++) o[j] = e->d->ham.K[j];
     if (ch_subst_many(ctx, mi, dt, o + mi * mi, mi, from, to)) {
-        ch_error_set(e->err, CH_ERR_LIMIT, NULL, 0, 0, "expression limit in the time derivative of y*");
-        e->failed = 1;
+        emit_fail(e, CH_ERR_LIMIT, "expression limit in the time derivative of y*");
         return;
     }
     kernel(e, "hyt", mi * mi + mi, o);
@@ -2581,8 +2595,7 @@ static void put_tables(emitter *e, ch_buf *b)
     const char **pre = calloc(e->nx + e->nout + np + e->m->nevents + 1, sizeof *pre);
     char **owned = calloc(e->nx + e->nout + 1, sizeof *owned);
     if (!names || !pre || !owned) {
-        e->failed = 1;
-        ch_error_set(e->err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        emit_fail(e, CH_ERR_MEMORY, "out of memory");
         free(names), free(pre), free(owned);
         return;
     }
@@ -2827,11 +2840,11 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
             put_template(&e, source, "templates/project.c.in");
         ch_buf_putn(source, e.kern.s, e.kern.len);
         ch_buf_putn(source, e.fun.s, e.fun.len);
-        if (header->oom || source->oom || e.kern.oom || e.fun.oom) {
-            ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-            e.failed = 1;
-        }
+        if (header->oom || source->oom || e.kern.oom || e.fun.oom)
+            emit_fail(&e, CH_ERR_MEMORY, "out of memory");
     }
+    /* the steps that fail only for want of memory set no error */
+    if (e.failed && err && !err->code) ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     if (e.failed) rc = err && err->code ? (int)err->code : CH_ERR_MEMORY;
     ch_buf_free(&e.kern);
     ch_buf_free(&e.fun);
