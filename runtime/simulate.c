@@ -384,9 +384,13 @@ static int chart_check(loop *L, int *moved)
     L->cq_t = -1, L->cq_rate = 0; /* a new chart, or the end */
     note[0] = 0;
     if (!L->o->rechart) no_rechart_note(s, note, sizeof note);
-    if (L->o->rechart
-        && L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, vstart(L), &L->s, note,
-                         sizeof note) == 0) {
+    int rc = L->o->rechart ? L->o->rechart(L->o->rechart_ctx, L->t, L->x, L->p, vstart(L),
+                                           &L->s, note, sizeof note)
+                           : 1;
+    if (rc < 0)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_IO,
+                    "out of memory at t = %.17g, changing the chart: %s", L->t, note);
+    if (rc == 0) {
         L->st.recharts++;
         *moved = 1;
         if (L->sink && L->sink->note) L->sink->note(L->sink->ctx, L->t, note);
@@ -563,8 +567,12 @@ static int dense_fixed(loop *L, double tq)
 
 /* ---- a stepper of another library (chrt_ext_stepper) ----------------- */
 
-static int ext_fail(loop *L, double t, const char *why)
+/* rc < 0: the stepper ran out of memory. */
+static int ext_fail(loop *L, double t, const char *why, int rc)
 {
+    if (rc < 0)
+        return fail(L->errbuf, L->errlen, CHRT_EXIT_IO, "out of memory at t = %.17g: %s", t,
+                    why);
     return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                 "numerical failure at t = %.17g (step %ld): %s", t, step_no(L) + 1, why);
 }
@@ -575,8 +583,8 @@ static int start_ext(loop *L)
     char why[400];
     /* (the loop updates L->vs in place after every accepted state; it
      * holds the start's velocities whenever the initial row was written) */
-    if (e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, vstart(L), why, sizeof why))
-        return ext_fail(L, L->t, why);
+    int rc = e->start(e->ctx, L->s, L->o, L->t, L->x, L->p, vstart(L), why, sizeof why);
+    if (rc) return ext_fail(L, L->t, why, rc);
     L->ext_started = 1;
     return CHRT_OK;
 }
@@ -590,8 +598,8 @@ static int advance_ext(loop *L)
                     "numerical failure at t = %.17g (step %ld): more than %g "
                     "steps (--max-steps) before t1 = %g", L->t, step_no(L) + 1,
                     L->o->max_steps, L->o->t1);
-    if (e->advance(e->ctx, chart_cap(L), &L->tn, L->xn, why, sizeof why))
-        return ext_fail(L, L->t, why);
+    int rc = e->advance(e->ctx, chart_cap(L), &L->tn, L->xn, why, sizeof why);
+    if (rc) return ext_fail(L, L->t, why, rc);
     L->last = L->tn >= L->o->t1;
     return CHRT_OK;
 }
@@ -600,7 +608,8 @@ static int dense_ext(loop *L, double tq)
 {
     const chrt_ext_stepper *e = L->o->ext;
     char why[400];
-    return e->dense_at(e->ctx, tq, L->y, why, sizeof why) ? ext_fail(L, tq, why) : CHRT_OK;
+    int rc = e->dense_at(e->ctx, tq, L->y, why, sizeof why);
+    return rc ? ext_fail(L, tq, why, rc) : CHRT_OK;
 }
 
 static int restart_ext(loop *L)
@@ -608,8 +617,8 @@ static int restart_ext(loop *L)
     const chrt_ext_stepper *e = L->o->ext;
     char why[400];
     if (L->t >= L->o->t1) return CHRT_OK;
-    return e->restart(e->ctx, L->s, L->t, L->x, why, sizeof why) ? ext_fail(L, L->t, why)
-                                                              : CHRT_OK;
+    int rc = e->restart(e->ctx, L->s, L->t, L->x, why, sizeof why);
+    return rc ? ext_fail(L, L->t, why, rc) : CHRT_OK;
 }
 
 /* ---- events ------------------------------------------------------------ */

@@ -75,7 +75,8 @@ typedef struct chrt_options chrt_options;
 
 /* A stepper of another library behind the loop (CHRT_CVODE: SUNDIALS in
  * gen/jit/cvode.c), so that runtime/ stays free of dependencies. Each
- * function returns 0, or nonzero with the reason in err. */
+ * function returns 0, or nonzero with the reason in err: negative when
+ * memory ran out (the run then ends with CHRT_EXIT_IO). */
 typedef struct {
     void *ctx;
     /* Starts at (t0, x) on s's right-hand side, never to pass o->t1; vs
@@ -122,7 +123,8 @@ struct chrt_options {
      * x (same nx) by the same mechanical state in it (vs: Newton's start
      * for its velocities, as in chrt_system); writes a one-line note
      * ("t = 1.5708: dependent velocities x' (were y')"). Returns 0, or
-     * nonzero when no better chart exists (note says why). */
+     * nonzero when no better chart exists (note says why): negative when
+     * memory ran out (the run then ends with CHRT_EXIT_IO). */
     int (*rechart)(void *ctx, double t, double *x, const double *p,
                    const double *vs, const chrt_system **s, char *note,
                    size_t notelen);

@@ -514,7 +514,7 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
             snprintf(note, notelen, "cannot derive the model again: %s", e.msg);
             if (s->rctx) ch_ctx_free(s->rctx);
             s->rctx = NULL;
-            return 1;
+            return rc == CH_ERR_MEMORY ? -1 : 1; /* (-1: chrt_options.rechart) */
         }
     }
     int rc = ch_charts_rechart(s->charts, t, x, p, vs, sys, note, notelen);

@@ -201,9 +201,10 @@ static void best_columns(ch_charts *c, int *dep)
 }
 
 /* The chart with these dependent velocities, derived and compiled at
- * (q, qt) when it is not in the set yet; NULL with the reason in note. */
+ * (q, qt) when it is not in the set yet; NULL with the reason in note
+ * (*oom set when memory ran out). */
 static chart *get_chart(ch_charts *c, const int *dep, const double *q, const double *qt,
-                        char *note, size_t notelen)
+                        char *note, size_t notelen, int *oom)
 {
     size_t n = c->n, k = c->k;
     for (size_t i = 0; i < c->nch; i++)
@@ -211,6 +212,7 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
     chart *h = add_chart(c);
     if (!h) {
         snprintf(note, notelen, "out of memory");
+        *oom = 1;
         return NULL;
     }
     memcpy(h->dep, dep, k * sizeof *dep);
@@ -243,6 +245,7 @@ static chart *get_chart(ch_charts *c, const int *dep, const double *q, const dou
         dep_names(c, dep, names, sizeof names);
         snprintf(note, notelen, "the chart with dependent velocities %s fails: %s", names,
                  err.msg);
+        *oom = err.code == CH_ERR_MEMORY;
         /* dropped: a later attempt tries again */
         ch_compiled_free(h->comp);
         free(h->dep), free(h->q0), free(h->qt0), free(h->model);
@@ -295,8 +298,9 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
                  "regular enough (best: %s, quality %.3g < %g)", was, qcur, now, qbest, need);
         return 1;
     }
-    chart *h = get_chart(c, c->dep, x, c->qt, note, notelen);
-    if (!h) return 1;
+    int oom = 0;
+    chart *h = get_chart(c, c->dep, x, c->qt, note, notelen, &oom);
+    if (!h) return oom ? -1 : 1;
     const chrt_system *ns = h->sys;
     double qn = 0;
     if (ns->nx > (int)(2 * n) || ns->state_from(t, x, c->qt, p, c->xn)
@@ -310,7 +314,11 @@ int ch_charts_rechart(void *charts, double t, double *x, const double *p,
      * branches and pivots decided there): it must give back the motion's
      * velocities, or it is on another branch. */
     double *v = malloc((n ? n : 1) * sizeof *v), dv = 0, vmax = 0;
-    int back = v && ns->velocities(t, c->xn, p, c->qt, v) == 0;
+    if (!v) {
+        snprintf(note, notelen, "out of memory");
+        return -1;
+    }
+    int back = ns->velocities(t, c->xn, p, c->qt, v) == 0;
     for (size_t i = 0; back && i < n; i++) {
         dv = fmax(dv, fabs(v[i] - c->qt[i]));
         vmax = fmax(vmax, fabs(c->qt[i]));

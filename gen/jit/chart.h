@@ -44,7 +44,8 @@ ch_charts *ch_charts_new(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                          ch_compiler cc, const chrt_system *first, double chart_min);
 void ch_charts_free(ch_charts *c);
 
-/* chrt_options.rechart with rechart_ctx a ch_charts (simulate.h). The
+/* chrt_options.rechart with rechart_ctx a ch_charts (simulate.h: -1 when
+ * memory ran out, the note says where). The
  * note of a switch ("t = 1.5608: dependent velocities x' (were y')")
  * reaches the front end through the loop's sink (chrt_sink.note), which
  * also counts the switches (chrt_stats.recharts). */

@@ -172,10 +172,11 @@ int ch_cvode_restart(ch_cvode *c, double t, const double *x, ch_error *err)
 
 /* ---- the runtime loop's stepper ----------------------------------------- */
 
+/* The reason into err; -1 out of memory (chrt_ext_stepper), 1 otherwise. */
 static int ext_err(const ch_error *e, char *err, size_t len)
 {
     snprintf(err, len, "%s", e->msg);
-    return 1;
+    return e->code == CH_ERR_MEMORY ? -1 : 1;
 }
 
 /* The loop's right-hand side (ch_cvode_rhs with the ext as context). */
