@@ -154,7 +154,8 @@ static void sweep(gen *g)
 {
     ch_buf out;
     ch_buf_init(&out);
-    if (g->nst == 0 && !g->oom) return;
+    /* a body that ran out of memory is incomplete: it stays marked so */
+    if (g->b->oom || (g->nst == 0 && !g->oom)) return;
     unsigned char *keep = calloc(g->nst + 1, 1);
     if (!keep || g->oom) {
         free(keep);
