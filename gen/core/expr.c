@@ -1,4 +1,6 @@
-/* expr.c — the context, its arena, interning and the canonical constructors.
+/* expr.c — the context, its arena, interning, symbol sets and the
+ * canonical sums and products (numbers, symbols and functions: atoms.c;
+ * reading expressions: inspect.c; maps: map.c).
  *
  * A constructor first brings its operands into canonical form in a small
  * accumulator (collect like terms of a sum, merge powers of a product), then
@@ -6,7 +8,7 @@
  * context's table and created only when absent. Children are always
  * interned before their parents, so structural equality of a candidate is a
  * shallow comparison (kinds, coefficients, child pointers). */
-#include "core/expr.h"
+#include "core/expr_impl.h"
 #include "core/mem.h"
 
 #include <stdarg.h>
@@ -15,54 +17,6 @@
 #include <string.h>
 
 /* ---- arena ------------------------------------------------------------ */
-
-typedef struct chunk {
-    struct chunk *next;
-    size_t size, used;
-    max_align_t data[];
-} chunk;
-
-/* Integer coefficients and exponents up to this in magnitude skip the
- * table of coef_intern. */
-#define COEF_SMALL 8
-
-struct ch_ctx {
-    chunk *chunks;
-    size_t arena; /* bytes in chunks */
-    void *spare; /* blocks given back (ch_ctx_block_give), a list through their first word */
-    uint32_t *ids; /* the zeroed id array of ch_ctx_ids_take when not lent, */
-    size_t nids;   /* and its entries */
-    uint32_t *tree; /* tree sizes by node id (see ch_tree_size), 0: not known */
-    size_t ntree;   /* its entries */
-    ch_expr **nodes; /* nodes[id - 1] */
-    size_t nnodes, cap_nodes, node_limit;
-    uint64_t *table; /* intern table, open addressing: tagged node pointers (see slot_of) */
-    size_t tcap;
-    ch_map_slot *coeftab; /* interned rationals of nodes and pairs: hash -> fmpq in the arena */
-    size_t coefcap, ncoefs;
-    const fmpq *qzero; /* the num of nodes that have none */
-    const fmpq *qsmall[2 * COEF_SMALL + 1]; /* coef_intern's of -COEF_SMALL..COEF_SMALL */
-    ch_sym **syms;
-    size_t nsyms, cap_syms;
-    ch_map sym_by_hash; /* FNV hash of name -> first ch_sym with it */
-    ch_error err;
-    ch_map memo[CH_MEMO_COUNT];
-    ch_map **maps; /* maps handed out by ch_ctx_new_map */
-    ch_map scaled; /* (sum id, hash of c) -> c * sum, for long sums (scale_add) */
-    size_t nmaps, cap_maps;
-    const ch_expr *zero, *one;
-    ch_map_slot *settab; /* interned symbol sets: hash -> ch_symset */
-    size_t setcap, nsets;
-    ch_symword *words; /* a set being built */
-    uint64_t *dense, *touched; /* a union being built and its words (see dense_or) */
-    size_t nwords; /* their lengths: at least the words handed out */
-    /* set words by kind (see ch_symset): each kind's current word and the
-     * bits of it taken (0: a new word for the next symbol) */
-    uint32_t kind_word[CH_SYM_OTHER + 1];
-    uint8_t kind_fill[CH_SYM_OTHER + 1];
-    size_t bitwords; /* words handed out */
-    const ch_symset *empty;
-};
 
 /* Chunks and the zeroed tables (maps, the intern table) are mem.h blocks.
  * Past HUGE_AFTER bytes of arena, chunks are 2 MB huge pages: a large
@@ -137,7 +91,7 @@ void ch_ctx_block_give(ch_ctx *ctx, void *block)
 /* An array by node id (*a, *len entries, zero where not in use; NULL and
  * 0 when none) with an entry for every node made so far, and room for
  * those made until its next use; 0, or -1 when out of memory (*a kept). */
-static int id_array_fit(const ch_ctx *ctx, uint32_t **a, size_t *len)
+int ch_expr_id_array_fit(const ch_ctx *ctx, uint32_t **a, size_t *len)
 {
     size_t need = ctx->nnodes + 1;
     if (*a && *len >= need) return 0;
@@ -153,7 +107,7 @@ static int id_array_fit(const ch_ctx *ctx, uint32_t **a, size_t *len)
 uint32_t *ch_ctx_ids_take(ch_ctx *ctx, size_t *len)
 {
     /* (none kept: the first pass, or one has it) */
-    if (id_array_fit(ctx, &ctx->ids, &ctx->nids)) return NULL;
+    if (ch_expr_id_array_fit(ctx, &ctx->ids, &ctx->nids)) return NULL;
     uint32_t *ids = ctx->ids;
     *len = ctx->nids;
     ctx->ids = NULL;
@@ -206,72 +160,6 @@ void ch_ctx_fail(ch_ctx *ctx, ch_status code, const char *fmt, ...)
 }
 
 /* ---- maps ------------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-void ch_map_init(ch_map *m) { memset(m, 0, sizeof *m); }
-
-void ch_map_free(ch_map *m)
-{
-    ch_mem_free(m->slot, m->cap * sizeof *m->slot);
-    ch_map_init(m);
-}
-
-void ch_map_prefetch(const ch_map *m, uint64_t key)
-{
-#if defined(__GNUC__)
-    if (m->cap) __builtin_prefetch(&m->slot[mix64(key) & (m->cap - 1)]);
-#else
-    (void)m, (void)key;
-#endif
-}
-
-void *ch_map_get(const ch_map *m, uint64_t key)
-{
-    if (!m->cap) return NULL;
-    size_t mask = m->cap - 1;
-    for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
-        if (m->slot[i].key == key) return m->slot[i].val;
-        if (m->slot[i].key == 0) return NULL;
-    }
-}
-
-static int map_grow(ch_map *m)
-{
-    size_t cap = m->cap ? 2 * m->cap : 64;
-    ch_map_slot *slot = ch_mem_alloc(cap * sizeof *slot);
-    if (!slot) return -1;
-    for (size_t j = 0; j < m->cap; j++) {
-        if (!m->slot[j].key) continue;
-        size_t i = mix64(m->slot[j].key) & (cap - 1);
-        while (slot[i].key) i = (i + 1) & (cap - 1);
-        slot[i] = m->slot[j];
-    }
-    ch_mem_free(m->slot, m->cap * sizeof *m->slot);
-    m->slot = slot;
-    m->cap = cap;
-    return 0;
-}
-
-int ch_map_put(ch_map *m, uint64_t key, void *val)
-{
-    if (2 * (m->len + 1) > m->cap && map_grow(m)) return -1;
-    size_t mask = m->cap - 1;
-    size_t i = mix64(key) & mask;
-    while (m->slot[i].key && m->slot[i].key != key) i = (i + 1) & mask;
-    if (!m->slot[i].key) m->len++;
-    m->slot[i].key = key;
-    m->slot[i].val = val;
-    return 0;
-}
 
 ch_map *ch_ctx_memo(ch_ctx *ctx, ch_memo_id which) { return &ctx->memo[which]; }
 
@@ -367,8 +255,8 @@ const ch_expr *ch_one(ch_ctx *ctx) { return ctx->one; }
 
 static uint64_t hash_fmpz(const fmpz_t z)
 {
-    if (!COEFF_IS_MPZ(*z)) return mix64((uint64_t)*z);
-    return mix64(fmpz_fdiv_ui(z, 4294967291UL) ^ ((uint64_t)fmpz_sgn(z) << 40)
+    if (!COEFF_IS_MPZ(*z)) return ch_mix64((uint64_t)*z);
+    return ch_mix64(fmpz_fdiv_ui(z, 4294967291UL) ^ ((uint64_t)fmpz_sgn(z) << 40)
                  ^ fmpz_bits(z));
 }
 
@@ -378,7 +266,7 @@ static inline uint64_t hash_q(const fmpq_t q)
 {
     const fmpz *a = fmpq_numref(q), *b = fmpq_denref(q);
     if (!COEFF_IS_MPZ(*a) && !COEFF_IS_MPZ(*b))
-        return mix64((uint64_t)*a * 0x9E3779B97F4A7C15ULL + (uint64_t)*b);
+        return ch_mix64((uint64_t)*a * 0x9E3779B97F4A7C15ULL + (uint64_t)*b);
     return hash_fmpz(a) * 31 + hash_fmpz(b);
 }
 
@@ -388,14 +276,14 @@ uint64_t ch_hash_q(const fmpq_t q) { return hash_q(q); }
  * looked up from its pairs before it is made (intern_pairs). */
 static uint64_t hash_head(int kind, int fun, uint32_t n, const fmpq_t num)
 {
-    return mix64(((uint64_t)kind << 8 | (uint64_t)fun) ^ (uint64_t)n << 16) * 1000003
+    return ch_mix64(((uint64_t)kind << 8 | (uint64_t)fun) ^ (uint64_t)n << 16) * 1000003
            ^ hash_q(num);
 }
 
 static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h * 1000003 ^ mix64(p[i].e->id)) * 31 ^ hash_q(p[i].c);
+        h = (h * 1000003 ^ ch_mix64(p[i].e->id)) * 31 ^ hash_q(p[i].c);
     return h;
 }
 
@@ -404,9 +292,9 @@ static uint64_t hash_pairs(uint64_t h, size_t n, const ch_pair *p)
 static uint64_t node_hash(const ch_expr *e)
 {
     uint64_t h = hash_head(e->kind, e->fun, e->n, e->num);
-    if (e->kind == CH_SYM) h = h * 1000003 ^ mix64(ch_sym_of(e)->sid + 1);
+    if (e->kind == CH_SYM) h = h * 1000003 ^ ch_mix64(ch_sym_of(e)->sid + 1);
     if (e->kind == CH_FUN || e->kind == CH_POW)
-        for (uint32_t i = 0; i < e->n; i++) h = h * 1000003 ^ mix64(e->pair[i].e->id);
+        for (uint32_t i = 0; i < e->n; i++) h = h * 1000003 ^ ch_mix64(e->pair[i].e->id);
     return h;
 }
 
@@ -438,13 +326,6 @@ static int node_equal(const ch_expr *a, const ch_expr *b)
         if (a->pair[i].e != b->pair[i].e) return 0;
     return 1;
 }
-
-static int nchildren(const ch_expr *e)
-{
-    return e->kind == CH_NUM || e->kind == CH_SYM ? 0 : (int)e->n;
-}
-
-static const ch_expr *child(const ch_expr *e, int i) { return e->pair[i].e; }
 
 /* A table of (hash, set) slots, open addressing, grown to twice
  * its size (1024 when empty); 0, or -1 when out of memory (table kept). */
@@ -539,8 +420,8 @@ static int intern_grow(ch_ctx *ctx)
 
 static uint64_t set_hash(size_t n, const ch_symword *w)
 {
-    uint64_t h = mix64(n);
-    for (size_t i = 0; i < n; i++) h = mix64(h ^ (w[i].bits + w[i].at * 0x9E3779B97F4A7C15ULL));
+    uint64_t h = ch_mix64(n);
+    for (size_t i = 0; i < n; i++) h = ch_mix64(h ^ (w[i].bits + w[i].at * 0x9E3779B97F4A7C15ULL));
     return h;
 }
 
@@ -605,7 +486,7 @@ static const ch_symset *dense_take(ch_ctx *ctx, size_t t)
 
 /* The union buffers at n words (the new dense words and marks zero); 0,
  * or -1. */
-static int words_grow(ch_ctx *ctx, size_t n)
+int ch_expr_words_grow(ch_ctx *ctx, size_t n)
 {
     ch_symword *w = realloc(ctx->words, n * sizeof *w);
     if (!w) return -1;
@@ -767,25 +648,7 @@ static const ch_expr *admit(ch_ctx *ctx, ch_expr *e, uint64_t h, size_t i)
     return e;
 }
 
-/* A candidate node without coefficients (a number, symbol, function or
- * power) lives in caller memory, its num pointing at any rational
- * (ctx->qzero when it has none); intern returns the existing equal node
- * or a copy of the candidate in the arena with its num interned
- * (coef_intern). */
-typedef union {
-    ch_expr e;
-    unsigned char room[sizeof(ch_expr) + 2 * sizeof(ch_pair)]; /* and its pairs */
-} candidate;
-
-static ch_expr *candidate_init(candidate *c, ch_kind kind, const fmpq *num)
-{
-    memset(c, 0, sizeof *c);
-    c->e.kind = (uint8_t)kind;
-    c->e.num = num;
-    return &c->e;
-}
-
-static const ch_expr *intern(ch_ctx *ctx, ch_expr *cand)
+const ch_expr *ch_expr_intern(ch_ctx *ctx, ch_expr *cand)
 {
     uint64_t h = node_hash(cand);
     cand->hash = (uint32_t)h;
@@ -830,198 +693,6 @@ static const ch_expr *intern_pairs(ch_ctx *ctx, ch_kind kind,
     if (!(e->num = coef_intern(ctx, num))) return NULL;
     for (size_t j = 0; j < n; j++) e->pair[j].e = p[j].e;
     return admit(ctx, e, h, i);
-}
-
-/* ---- numbers ---------------------------------------------------------- */
-
-const ch_expr *ch_num_q(ch_ctx *ctx, const fmpq_t v)
-{
-    candidate c;
-    return intern(ctx, candidate_init(&c, CH_NUM, v));
-}
-
-const ch_expr *ch_num_si(ch_ctx *ctx, slong v)
-{
-    fmpq_t q;
-    fmpq_init(q);
-    fmpq_set_si(q, v, 1);
-    const ch_expr *e = ch_num_q(ctx, q);
-    fmpq_clear(q);
-    return e;
-}
-
-const ch_expr *ch_num_frac(ch_ctx *ctx, slong p, slong q)
-{
-    if (q == 0) {
-        ch_ctx_fail(ctx, CH_ERR_MATH, "division by zero");
-        return NULL;
-    }
-    fmpq_t r;
-    fmpq_init(r);
-    fmpz_set_si(fmpq_numref(r), p);
-    fmpz_set_si(fmpq_denref(r), q);
-    fmpq_canonicalise(r);
-    const ch_expr *e = ch_num_q(ctx, r);
-    fmpq_clear(r);
-    return e;
-}
-
-const ch_expr *ch_num_decimal(ch_ctx *ctx, const char *text, size_t len)
-{
-    char *digits = malloc(len + 1);
-    if (!digits) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    size_t nd = 0, i = 0;
-    long frac = 0, exp10 = 0;
-    int seen_dot = 0;
-    for (; i < len && (text[i] == '.' || (text[i] >= '0' && text[i] <= '9'));
-         i++) {
-        if (text[i] == '.') {
-            if (seen_dot) break;
-            seen_dot = 1;
-        } else {
-            digits[nd++] = text[i];
-            frac += seen_dot;
-        }
-    }
-    int ok = nd > 0;
-    if (ok && i < len && (text[i] == 'e' || text[i] == 'E')) {
-        int sign = 1;
-        i++;
-        if (i < len && (text[i] == '+' || text[i] == '-'))
-            sign = text[i++] == '-' ? -1 : 1;
-        ok = i < len;
-        for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
-            if (exp10 < 100000) exp10 = exp10 * 10 + (text[i] - '0');
-        exp10 *= sign;
-    }
-    ok = ok && i == len;
-    digits[nd] = 0;
-    if (!ok) {
-        free(digits);
-        ch_ctx_fail(ctx, CH_ERR_MODEL, "malformed number '%.*s'",
-                    (int)(len < 40 ? len : 40), text);
-        return NULL;
-    }
-    long scale = exp10 - frac;
-    if (scale > 4000 || scale < -4000 || nd > 4000) {
-        free(digits);
-        ch_ctx_fail(ctx, CH_ERR_LIMIT, "number '%.*s' is out of range",
-                    (int)(len < 40 ? len : 40), text);
-        return NULL;
-    }
-    fmpq_t q;
-    fmpz_t p10;
-    fmpq_init(q);
-    fmpz_init(p10);
-    fmpz_set_str(fmpq_numref(q), digits, 10);
-    fmpz_ui_pow_ui(p10, 10, (ulong)(scale < 0 ? -scale : scale));
-    if (scale >= 0)
-        fmpz_mul(fmpq_numref(q), fmpq_numref(q), p10);
-    else
-        fmpz_set(fmpq_denref(q), p10);
-    fmpq_canonicalise(q);
-    const ch_expr *e = ch_num_q(ctx, q);
-    fmpq_clear(q);
-    fmpz_clear(p10);
-    free(digits);
-    return e;
-}
-
-int ch_is_zero(const ch_expr *e)
-{
-    return e && e->kind == CH_NUM && fmpq_is_zero(e->num);
-}
-
-int ch_is_one(const ch_expr *e)
-{
-    return e && e->kind == CH_NUM && fmpq_is_one(e->num);
-}
-
-int ch_is_int(const ch_expr *e)
-{
-    return e && e->kind == CH_NUM && fmpz_is_one(fmpq_denref(e->num));
-}
-
-/* ---- symbols ---------------------------------------------------------- */
-
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h ? h : 1;
-}
-
-const ch_expr *ch_symbol_find(const ch_ctx *ctx, const char *name)
-{
-    ch_sym *s = ch_map_get(&ctx->sym_by_hash, str_hash(name));
-    if (s && strcmp(s->name, name) == 0) return s->node;
-    if (!s) return NULL;
-    for (size_t i = 0; i < ctx->nsyms; i++) /* hash collision: rare */
-        if (strcmp(ctx->syms[i]->name, name) == 0) return ctx->syms[i]->node;
-    return NULL;
-}
-
-const ch_expr *ch_symbol(ch_ctx *ctx, const char *name, ch_sym_kind kind,
-                         const char *base, int order, int index)
-{
-    const ch_expr *found = ch_symbol_find(ctx, name);
-    if (found) return found;
-    if (ctx->nsyms == ctx->cap_syms) {
-        size_t cap = ctx->cap_syms ? 2 * ctx->cap_syms : 64;
-        ch_sym **syms = realloc(ctx->syms, cap * sizeof *syms);
-        if (!syms) {
-            ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-            return NULL;
-        }
-        ctx->syms = syms;
-        ctx->cap_syms = cap;
-    }
-    ch_sym *s = ch_ctx_alloc(ctx, sizeof *s);
-    if (!s) return NULL;
-    s->name = ch_ctx_strdup(ctx, name);
-    s->base = ch_ctx_strdup(ctx, base ? base : name);
-    if (!s->name || !s->base) return NULL;
-    s->order = order;
-    s->kind = kind;
-    s->index = index;
-    s->sid = (uint32_t)ctx->nsyms;
-    if (!ctx->kind_fill[kind]) ctx->kind_word[kind] = (uint32_t)ctx->bitwords++;
-    s->bit = 64 * ctx->kind_word[kind] + ctx->kind_fill[kind];
-    ctx->kind_fill[kind] = (uint8_t)((ctx->kind_fill[kind] + 1) % 64);
-    if (ctx->bitwords > ctx->nwords && words_grow(ctx, 2 * ctx->bitwords)) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-
-    candidate c;
-    ch_expr *cand = candidate_init(&c, CH_SYM, ctx->qzero);
-    cand->pair[0].sym = s;
-    const ch_expr *e = intern(ctx, cand);
-    if (!e) return NULL;
-    s->node = e;
-    if (kind == CH_SYM_TIME) s->dot = ctx->one;
-    ctx->syms[ctx->nsyms++] = s;
-    uint64_t h = str_hash(name);
-    if (!ch_map_get(&ctx->sym_by_hash, h)
-        && ch_map_put(&ctx->sym_by_hash, h, s)) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    return e;
-}
-
-void ch_symbol_set_dot(ch_ctx *ctx, const ch_expr *sym, const ch_expr *dot)
-{
-    (void)ctx;
-    if (sym && sym->kind == CH_SYM) ((ch_sym *)ch_sym_of(sym))->dot = dot;
-}
-
-const ch_expr *ch_pi(ch_ctx *ctx)
-{
-    return ch_symbol(ctx, "pi", CH_SYM_PI, NULL, 0, -1);
 }
 
 /* ---- accumulators ----------------------------------------------------- */
@@ -1204,7 +875,7 @@ static const ch_expr *scale_term(ch_ctx *ctx, const fmpq_t c,
 }
 
 /* The term of a sum that carries the product's coefficient separately. */
-static const ch_expr *mul_rest(ch_ctx *ctx, const ch_expr *mul)
+const ch_expr *ch_expr_mul_rest(ch_ctx *ctx, const ch_expr *mul)
 {
     fmpq_t one;
     fmpq_init(one);
@@ -1238,7 +909,7 @@ static void add_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t m)
     case CH_MUL:
         if (!fmpq_is_one(e->num)) {
             fmpq_mul(c, m, e->num);
-            acc_push(ctx, a, mul_rest(ctx, e), c);
+            acc_push(ctx, a, ch_expr_mul_rest(ctx, e), c);
             break;
         }
         /* fall through */
@@ -1564,7 +1235,7 @@ static void mul_into(ch_ctx *ctx, acc *a, const ch_expr *e, const fmpq_t r)
     } else if (fmpq_sgn(e->num) > 0) {
         /* (c * rest)^r = c^r * rest^r for c > 0 */
         num_pow_into(ctx, a, e->num, r);
-        single_pow_into(ctx, a, mul_rest(ctx, e), r);
+        single_pow_into(ctx, a, ch_expr_mul_rest(ctx, e), r);
     } else {
         acc_push(ctx, a, e, r);
     }
@@ -1689,388 +1360,6 @@ const ch_expr *ch_pow(ch_ctx *ctx, const ch_expr *base, const ch_expr *ex)
     cand->n = 2;
     cand->pair[0].e = base;
     cand->pair[1].e = ex;
-    return intern(ctx, cand);
+    return ch_expr_intern(ctx, cand);
 }
 
-/* ---- functions -------------------------------------------------------- */
-
-static const char *const fun_names[CH_F_COUNT] = {
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-    "sinh", "cosh", "tanh", "exp", "log", "abs"};
-
-const char *ch_fun_name(ch_fun f)
-{
-    return (unsigned)f < CH_F_COUNT ? fun_names[f] : "?";
-}
-
-int ch_fun_lookup(const char *name)
-{
-    for (int i = 0; i < CH_F_COUNT; i++)
-        if (strcmp(fun_names[i], name) == 0) return i;
-    return -1;
-}
-
-/* The canonical sign of an expression: -u is "negative" when its leading
- * coefficient (first term by canonical order) is negative. Exactly one of
- * u and -u is negative, so f(-u) = -f(u) can be normalised on it. */
-static int is_negative(const ch_expr *e)
-{
-    switch (e->kind) {
-    case CH_NUM:
-    case CH_MUL: return fmpq_sgn(e->num) < 0;
-    case CH_ADD: return fmpq_sgn(e->pair[0].c) < 0;
-    default: return 0;
-    }
-}
-
-/* sin(j pi/12) for the j (mod 24) where it is a simple radical. */
-static const ch_expr *sin_pi_twelfths(ch_ctx *ctx, long j)
-{
-    j = ((j % 24) + 24) % 24;
-    int sign = 1;
-    if (j >= 12) {
-        sign = -1;
-        j -= 12;
-    }
-    if (j > 6) j = 12 - j;
-    const ch_expr *v;
-    switch (j) {
-    case 0: v = ctx->zero; break;
-    case 2: v = ch_num_frac(ctx, 1, 2); break;
-    case 3: v = ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_sqrt(ctx, ch_num_si(ctx, 2))); break;
-    case 4: v = ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_sqrt(ctx, ch_num_si(ctx, 3))); break;
-    case 6: v = ctx->one; break;
-    default: return NULL;
-    }
-    return sign < 0 ? ch_neg(ctx, v) : v;
-}
-
-/* For arguments c*pi with 12c an integer, the exact sine/cosine or NULL. */
-static const ch_expr *trig_at_pi(ch_ctx *ctx, ch_fun f, const ch_expr *a)
-{
-    const ch_expr *pi = ch_symbol_find(ctx, "pi");
-    if (!pi || (f != CH_F_SIN && f != CH_F_COS)) return NULL;
-    fmpq_t c;
-    fmpq_init(c);
-    if (a == pi)
-        fmpq_one(c);
-    else if (a->kind == CH_MUL && a->n == 1 && a->pair[0].e == pi
-             && fmpq_is_one(a->pair[0].c))
-        ch_fmpq_set(c, a->num);
-    else {
-        fmpq_clear(c);
-        return NULL;
-    }
-    fmpz_t j;
-    fmpz_init(j);
-    fmpz_mul_ui(j, fmpq_numref(c), 12);
-    const ch_expr *r = NULL;
-    if (fmpz_divisible(j, fmpq_denref(c))) {
-        fmpz_divexact(j, j, fmpq_denref(c));
-        long jj = (long)fmpz_fdiv_ui(j, 24);
-        r = sin_pi_twelfths(ctx, f == CH_F_SIN ? jj : jj + 6);
-    }
-    fmpz_clear(j);
-    fmpq_clear(c);
-    return r;
-}
-
-static const ch_expr *intern_fun(ch_ctx *ctx, ch_fun f, const ch_expr *a,
-                                 const ch_expr *b)
-{
-    candidate c;
-    ch_expr *cand = candidate_init(&c, CH_FUN, ctx->qzero);
-    cand->fun = (uint8_t)f;
-    cand->n = b ? 2 : 1;
-    cand->pair[0].e = a;
-    cand->pair[1].e = b;
-    return intern(ctx, cand);
-}
-
-/* Values at 0 of the functions that vanish or are 1 there (-1: none). */
-static int value_at_zero(ch_fun f)
-{
-    switch (f) {
-    case CH_F_SIN: case CH_F_TAN: case CH_F_ASIN: case CH_F_ATAN:
-    case CH_F_SINH: case CH_F_TANH: case CH_F_ABS: return 0;
-    case CH_F_COS: case CH_F_COSH: case CH_F_EXP: return 1;
-    default: return -1;
-    }
-}
-
-static int is_odd(ch_fun f)
-{
-    return f == CH_F_SIN || f == CH_F_TAN || f == CH_F_ASIN || f == CH_F_ATAN
-        || f == CH_F_SINH || f == CH_F_TANH;
-}
-
-static int is_even(ch_fun f)
-{
-    return f == CH_F_COS || f == CH_F_COSH || f == CH_F_ABS;
-}
-
-const ch_expr *ch_fun1(ch_ctx *ctx, ch_fun f, const ch_expr *a)
-{
-    if (!a) return NULL;
-    if ((unsigned)f >= CH_F_COUNT || f == CH_F_ATAN2) {
-        ch_ctx_fail(ctx, CH_ERR_MATH, "bad function");
-        return NULL;
-    }
-    if (ch_is_zero(a) && value_at_zero(f) >= 0)
-        return ch_num_si(ctx, value_at_zero(f));
-    if (f == CH_F_LOG && ch_is_one(a)) return ctx->zero;
-    if (f == CH_F_ACOS && ch_is_zero(a))
-        return ch_mul(ctx, ch_num_frac(ctx, 1, 2), ch_pi(ctx));
-    if (f == CH_F_ABS && a->kind == CH_NUM) {
-        fmpq_t v;
-        fmpq_init(v);
-        fmpq_abs(v, a->num);
-        const ch_expr *e = ch_num_q(ctx, v);
-        fmpq_clear(v);
-        return e;
-    }
-    if (f == CH_F_LOG && a->kind == CH_FUN && a->fun == CH_F_EXP)
-        return a->pair[0].e;
-    if (f == CH_F_EXP && a->kind == CH_FUN && a->fun == CH_F_LOG)
-        return a->pair[0].e;
-    if (f == CH_F_ABS && a->kind == CH_FUN && a->fun == CH_F_ABS) return a;
-    const ch_expr *exact = trig_at_pi(ctx, f, a);
-    if (exact) return exact;
-    if (is_negative(a) && (is_odd(f) || is_even(f))) {
-        const ch_expr *pos = ch_fun1(ctx, f, ch_neg(ctx, a));
-        return is_odd(f) ? ch_neg(ctx, pos) : pos;
-    }
-    return intern_fun(ctx, f, a, NULL);
-}
-
-const ch_expr *ch_atan2(ch_ctx *ctx, const ch_expr *y, const ch_expr *x)
-{
-    if (!y || !x) return NULL;
-    if (ch_is_zero(y) && x->kind == CH_NUM && fmpq_sgn(x->num) > 0)
-        return ctx->zero;
-    return intern_fun(ctx, CH_F_ATAN2, y, x);
-}
-
-/* ---- inspection ------------------------------------------------------- */
-
-const ch_expr *ch_split_coeff(ch_ctx *ctx, const ch_expr *e, fmpq_t c)
-{
-    if (!e) return NULL;
-    if (e->kind == CH_NUM) {
-        ch_fmpq_set(c, e->num);
-        return ctx->one;
-    }
-    if (e->kind == CH_MUL) {
-        ch_fmpq_set(c, e->num);
-        return mul_rest(ctx, e);
-    }
-    fmpq_one(c);
-    return e;
-}
-
-int ch_has_sym(const ch_expr *e, const ch_expr *s)
-{
-    return e && s && s->kind == CH_SYM && ch_symset_has(e->symset, ch_sym_of(s)->bit);
-}
-
-int ch_has_any_sym(const ch_expr *e, size_t n, const ch_expr *const *syms)
-{
-    return ch_any_has_any_sym(1, &e, n, syms);
-}
-
-static int word_cmp(const void *a, const void *b)
-{
-    uint64_t x = ((const ch_symword *)a)->at, y = ((const ch_symword *)b)->at;
-    return (x > y) - (x < y);
-}
-
-int ch_any_has_any_sym(size_t ne, const ch_expr *const *e, size_t n,
-                       const ch_expr *const *syms)
-{
-    /* the symbols as a set of their own (not interned): a word per symbol,
-     * sorted, then merged */
-    ch_symset *set = malloc(sizeof *set + (n ? n : 1) * sizeof *set->w);
-    if (!set) { /* the answer without the set: symbol by symbol */
-        for (size_t i = 0; i < ne; i++)
-            for (size_t j = 0; e[i] && j < n; j++)
-                if (ch_has_sym(e[i], syms[j])) return 1;
-        return 0;
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (syms[i] && syms[i]->kind == CH_SYM) {
-            uint32_t bit = ch_sym_of(syms[i])->bit;
-            set->w[m++] = (ch_symword){bit / 64, 1ULL << (bit % 64)};
-        }
-    qsort(set->w, m, sizeof *set->w, word_cmp);
-    set->n = 0;
-    for (size_t i = 0; i < m; i++)
-        if (set->n && set->w[set->n - 1].at == set->w[i].at) set->w[set->n - 1].bits |= set->w[i].bits;
-        else set->w[set->n++] = set->w[i];
-    int r = 0;
-    for (size_t i = 0; i < ne && !r; i++) r = e[i] && ch_symset_meets(e[i]->symset, set);
-    free(set);
-    return r;
-}
-
-/* Depth-first search with a visited set, past subtrees without symbols. */
-static int any_of_kind(const ch_expr *e, ch_sym_kind kind, ch_map *seen)
-{
-    if (!e->symset->n) return 0;
-    if (e->kind == CH_SYM) return ch_sym_of(e)->kind == kind;
-    if (ch_map_get(seen, e->id)) return 0;
-    ch_map_put(seen, e->id, (void *)e);
-    for (int i = 0; i < nchildren(e); i++)
-        if (any_of_kind(child(e, i), kind, seen)) return 1;
-    return 0;
-}
-
-int ch_has_sym_kind(const ch_expr *e, ch_sym_kind kind)
-{
-    if (!e) return 0;
-    ch_map seen;
-    ch_map_init(&seen);
-    int r = any_of_kind(e, kind, &seen);
-    ch_map_free(&seen);
-    return r;
-}
-
-static void count_nodes(const ch_expr *e, ch_map *seen)
-{
-    if (ch_map_get(seen, e->id)) return;
-    ch_map_put(seen, e->id, (void *)e);
-    for (int i = 0; i < nchildren(e); i++) count_nodes(child(e, i), seen);
-}
-
-/* Stops as soon as more than cap nodes were seen, or seen cannot grow
- * (*oom set: a node not kept would be counted again at every visit). */
-static void count_capped(const ch_expr *e, ch_map *seen, size_t cap, int *oom)
-{
-    if (*oom || seen->len > cap || ch_map_get(seen, e->id)) return;
-    if (ch_map_put(seen, e->id, (void *)e)) {
-        *oom = 1;
-        return;
-    }
-    for (int i = 0; i < nchildren(e) && seen->len <= cap && !*oom; i++)
-        count_capped(child(e, i), seen, cap, oom);
-}
-
-size_t ch_dag_size_capped(const ch_expr *e, size_t cap)
-{
-    return e ? ch_dag_size_many(1, &e, cap) : 0;
-}
-
-/* count_capped with a bit per node id for seen. */
-static void count_marked(const ch_expr *e, uint64_t *bits, size_t *len, size_t cap)
-{
-    uint64_t m = (uint64_t)1 << (e->id & 63);
-    if (*len > cap || (bits[e->id >> 6] & m)) return;
-    bits[e->id >> 6] |= m;
-    ++*len;
-    for (int i = 0; i < nchildren(e) && *len <= cap; i++) count_marked(child(e, i), bits, len, cap);
-}
-
-/* A DAG of more than this many nodes is counted again in a bitmap up to
- * the largest root's id (children are older than their parents) rather
- * than in a map: the 16-byte slots of a large DAG's map missed the cache
- * at every node (emit's candidates of the 200-trailer: 2% of its time).
- * Only then, unless the cap is above every id: the bitmap's size is that
- * id's, not the DAG's, and zeroing it for every small expression made
- * late in a large context (the display tidy's normal forms of the
- * 200-trailer, cap 4936, 41 000 of them: 400 kB each) cost more than all
- * the rest of the count. */
-#define DAG_BITS_MIN 4096
-
-static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
-{
-    ch_map seen;
-    ch_map_init(&seen);
-    int oom = 0;
-    for (size_t i = 0; i < n && seen.len <= cap && !oom; i++)
-        if (e[i]) count_capped(e[i], &seen, cap, &oom);
-    /* out of memory: "larger than cap", which makes callers skip work */
-    size_t r = seen.len > cap || oom ? cap + 1 : seen.len;
-    ch_map_free(&seen);
-    return r;
-}
-
-size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap)
-{
-    uint32_t top = 0;
-    for (size_t i = 0; i < n; i++)
-        if (e[i] && e[i]->id > top) top = e[i]->id;
-    /* a cap above every id does not bound the count: the caller wants a
-     * whole DAG, large where that is asked (emit's candidates) */
-    if (cap < DAG_BITS_MIN || top > cap) {
-        size_t first = cap < DAG_BITS_MIN ? cap : DAG_BITS_MIN;
-        size_t r = count_in_map(n, e, first);
-        if (r <= first || cap == first) return r;
-    }
-    uint64_t *bits = calloc(top / 64 + 1, sizeof *bits);
-    if (!bits) return count_in_map(n, e, cap); /* slower, same count */
-    size_t len = 0;
-    for (size_t i = 0; i < n && len <= cap; i++)
-        if (e[i]) count_marked(e[i], bits, &len, cap);
-    free(bits);
-    return len > cap ? cap + 1 : len;
-}
-
-size_t ch_dag_size(const ch_expr *e)
-{
-    if (!e) return 0;
-    ch_map seen;
-    ch_map_init(&seen);
-    count_nodes(e, &seen);
-    size_t n = seen.len;
-    ch_map_free(&seen);
-    return n;
-}
-
-/* The exact tree size of e, saturated at UINT32_MAX, kept in tree[id]
- * (every id of e's DAG has an entry); leaves are not stored. */
-static uint32_t tree_size(const ch_expr *e, uint32_t *tree)
-{
-    int nc = nchildren(e);
-    if (!nc) return 1;
-    if (tree[e->id]) return tree[e->id];
-    uint64_t n = 1;
-    for (int i = 0; i < nc; i++) {
-        n += tree_size(child(e, i), tree);
-        if (n > UINT32_MAX) n = UINT32_MAX;
-    }
-    return tree[e->id] = (uint32_t)n;
-}
-
-/* The tree size walked node by node, up to cap: each step counts one node
- * of the tree, so it stops after at most cap steps. */
-static size_t tree_walk(const ch_expr *e, size_t cap)
-{
-    size_t n = 1;
-    for (int i = 0; i < nchildren(e) && n < cap; i++) n += tree_walk(child(e, i), cap - n);
-    return n < cap ? n : cap;
-}
-
-/* Trees up to this size are walked, cheaper than the context's table for
- * a few nodes (the display tidy measures candidates up to 2001 nodes);
- * larger ones are measured on the DAG, as a tree may be exponentially
- * larger. The sizes are kept in the context, not per call: the printer
- * and the display tidy ask for the sizes of entries that share most of
- * their DAG (the n-trailer's are sums over the same bodies), and with a
- * memo per call each walked the shared part again, O(N^3) on the
- * n-trailer (6% of the 200-trailer's derive). An array by node id: 4
- * bytes a node, where a hash map of the same nodes took 90 MB more at the
- * peak of that derive. Exact sizes serve every cap. */
-#define TREE_WALK_MAX 2048
-
-size_t ch_tree_size(ch_ctx *ctx, const ch_expr *e, size_t cap)
-{
-    if (!e) return 0;
-    size_t walked = tree_walk(e, cap < TREE_WALK_MAX ? cap : TREE_WALK_MAX);
-    if (walked < TREE_WALK_MAX || cap <= TREE_WALK_MAX) return walked;
-    if (id_array_fit(ctx, &ctx->tree, &ctx->ntree)) {
-        ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        return cap;
-    }
-    size_t n = tree_size(e, ctx->tree);
-    return n < cap ? n : cap;
-}

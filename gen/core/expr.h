@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include "core/flint_compat.h"
 #include "core/error.h"
+#include "core/map.h"
 
 typedef struct ch_ctx ch_ctx;
 typedef struct ch_expr ch_expr;
@@ -343,29 +344,7 @@ size_t ch_dag_size_many(size_t n, const ch_expr *const *e, size_t cap);
  * out of memory (context error set). */
 size_t ch_tree_size(ch_ctx *ctx, const ch_expr *e, size_t cap);
 
-/* ---- node maps (memo tables and per-call caches) ---------------------- */
-
-/* Open-addressing map from a nonzero 64-bit key to a pointer; keys are
- * usually node ids, or (id << 32 | id2) for pairs. */
-typedef struct {
-    uint64_t key; /* 0: empty */
-    void *val;
-} ch_map_slot;
-
-/* (A key and its value share a cache line: a lookup is one miss.) */
-typedef struct {
-    ch_map_slot *slot;
-    size_t cap, len;
-} ch_map;
-
-void ch_map_init(ch_map *m);
-void ch_map_free(ch_map *m);
-void *ch_map_get(const ch_map *m, uint64_t key);
-/* Starts loading the slot where key's lookup begins, so that a traversal
- * about to look up several children overlaps their misses (a no-op where
- * the compiler has no prefetch). */
-void ch_map_prefetch(const ch_map *m, uint64_t key);
-int ch_map_put(ch_map *m, uint64_t key, void *val); /* 0, or -1 on OOM */
+/* ---- memo tables ------------------------------------------------------ */
 
 /* Memo tables the context owns (ids of the derivation modules; FACTOR:
  * ch_factor_sums without and with distributing, each ch_dist; TERMS: a
