@@ -367,7 +367,8 @@ static void no_rechart_note(const chrt_system *s, char *note, size_t size)
 }
 
 /* The chart hook at the current state: CHRT_OK (*moved set when the
- * state was re-charted), or CHRT_EXIT_NUMERIC. */
+ * state was re-charted), CHRT_EXIT_NUMERIC, or CHRT_EXIT_IO when the
+ * re-charting ran out of memory. */
 static int chart_check(loop *L, int *moved)
 {
     const chrt_system *s = L->s;

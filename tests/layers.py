@@ -23,7 +23,9 @@ OWNER = {'flint': {'core/flint_compat.h'}, 'libtcc.h': {'jit/jit.c'},
          'sundials': {'jit/cvode.c'}, 'cvode': {'jit/cvode.c'},
          'nvector': {'jit/cvode.c'}, 'sunmatrix': {'jit/cvode.c'},
          'sunlinsol': {'jit/cvode.c'}, 'arb': {'core/flint_compat.h'},
-         'gmp.h': {'core/flint_compat.h'}, 'mpfr.h': {'core/flint_compat.h'}}
+         'arf': {'core/flint_compat.h'}, 'acb': {'core/flint_compat.h'},
+         'mag': {'core/flint_compat.h'}, 'gmp': {'core/flint_compat.h'},
+         'mpfr': {'core/flint_compat.h'}}
 INC = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 C_LIBRARY = {'assert.h', 'complex.h', 'ctype.h', 'errno.h', 'fenv.h',
              'float.h', 'inttypes.h', 'iso646.h', 'limits.h', 'locale.h',
@@ -39,6 +41,8 @@ def main(src):
     for layer in sorted(os.listdir(gen)):
         d = os.path.join(gen, layer)
         if not os.path.isdir(d):
+            if layer.endswith(('.c', '.h')):
+                bad.append('gen/%s: a source outside the layers' % layer)
             continue
         if layer not in RANK:
             bad.append('gen/%s: a folder that is no layer' % layer)
@@ -53,8 +57,12 @@ def main(src):
                 where = 'gen/%s includes %s' % (rel, inc)
                 if kind == '<':
                     top = inc.split('/')[0]
+                    if top in RANK or top == 'runtime':
+                        bad.append('%s: a project header in angle brackets' % where)
+                        continue
+                    stem = re.split(r'[./_]', inc)[0]
                     for key, owners in OWNER.items():
-                        if (top == key or inc == key) and rel not in owners:
+                        if stem == key and rel not in owners:
                             bad.append('%s: only %s may' % (where, ' '.join(sorted(owners))))
                     continue
                 if '..' in inc.split('/'):
@@ -63,6 +71,9 @@ def main(src):
                 if inc in SPECIAL:
                     if RANK[layer] < SPECIAL[inc]:
                         bad.append('%s: above its layer' % where)
+                    continue
+                if inc.startswith('runtime/'):
+                    bad.append('%s: a runtime header gen/ does not use' % where)
                     continue
                 parts = inc.split('/')
                 if len(parts) != 2 or parts[0] not in RANK:

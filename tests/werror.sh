@@ -56,5 +56,5 @@ for f in "$src"/examples/*.nh "$src"/tests/models/*.nh "$src"/tests/models/rigid
     rm -rf "$d"
 done
 [ $have_tcc = 1 ] || echo "werror: tcc not installed, gcc only"
-echo "werror: $n models; $pass passed, $fail failed"
+echo "werror: $n models; files: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,6 +1,6 @@
 /* api.c — the public library API (chetaev.h) over the internal modules.
  *
- * A ch_problem owns a context with the model and its derivation. A
+ * A ch_problem owns a context with the model and its mechanics. A
  * ch_system owns one ch_compiled (compile.h: the path `chetaev run` takes)
  * plus the caller-visible time, state and parameters and the integrator's
  * work space; it keeps no pointer into the problem. */
@@ -514,7 +514,7 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
             snprintf(note, notelen, "cannot derive the model again: %s", e.msg);
             if (s->rctx) ch_ctx_free(s->rctx);
             s->rctx = NULL;
-            return rc == CH_ERR_MEMORY ? -1 : 1; /* (-1: chrt_options.rechart) */
+            return e.code == CH_ERR_MEMORY ? -1 : 1; /* (-1: chrt_options.rechart) */
         }
     }
     int rc = ch_charts_rechart(s->charts, t, x, p, vs, sys, note, notelen);

@@ -1436,6 +1436,11 @@ static void put_count(ch_buf *b, double x, const char *what)
     ch_buf_printf(b, x < 9007199254740992.0 ? "%.0f %s" : "%.3g %s", x, what);
 }
 
+void ch_opcount_add(ch_opcount *to, const ch_opcount *c)
+{
+    to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
+}
+
 void ch_opcount_print(ch_buf *b, const ch_opcount *c)
 {
     put_count(b, c->add, "add, ");

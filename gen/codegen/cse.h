@@ -92,6 +92,9 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
  * its sign for an infinity, NAN for not a number. */
 void ch_c_double(ch_buf *b, double v);
 
+/* *to += *c, by kind. */
+void ch_opcount_add(ch_opcount *to, const ch_opcount *c);
+
 /* "a adds, m muls, d divs, c calls" */
 void ch_opcount_print(ch_buf *b, const ch_opcount *c);
 

@@ -9,7 +9,7 @@
 #include "codegen/cse.h"
 
 enum { K_LEAF, K_CALL, K_MUL, K_ADD };
-#define NONE UINT32_MAX
+#define NONE CH_CSE_NONE
 
 /* One value. MUL: k * prod(op[0..n)) / prod(op[n..n+nd)); ADD: k +
  * sum(c[i] * op[i]); CALL: fn(op[0]) or fn(op[0], op[1]). */

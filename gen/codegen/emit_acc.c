@@ -671,7 +671,7 @@ void ch_em_fun_acc(emitter *e)
         sym = prog.after;
         if (nextra) pivot_check(e, outs, prog.ref, &solve);
         symbolic_solve(e, outs, prog.ref, &solve, &solve_ops, &solve_needs);
-        ch_em_opcount_add(&sym, &solve_ops);
+        ch_opcount_add(&sym, &solve_ops);
     }
     if (!e->failed && !skip_sym && (douts = diagonal_outputs(e, routs))
         && (!nextra || (douts = with_chart(e, douts, nsol, chart, nextra)))
@@ -699,28 +699,28 @@ void ch_em_fun_acc(emitter *e)
         e->fused = fused;
         e->acc_chart = tri;
         ch_buf_putn(&e->kern, code.s, code.len);
-        ch_em_opcount_add(&e->before, &vals.before);
-        ch_em_opcount_add(&e->after, &num);
+        ch_opcount_add(&e->before, &vals.before);
+        ch_opcount_add(&e->after, &num);
     } else if (use == SUB) {
         e->needs |= ssolve_needs;
         e->fused = sub_fused;
         e->acc_chart = 1;
         acc_program(e, &sprog, &ssolve, ACC_SUB);
-        ch_em_opcount_add(&e->before, &sprog.before);
-        ch_em_opcount_add(&e->after, &sub);
+        ch_opcount_add(&e->before, &sprog.before);
+        ch_opcount_add(&e->after, &sub);
     } else if (use == DIAG) {
         e->fused = diag_fused;
         e->acc_chart = nextra > 0;
         acc_program(e, &dprog, &dsolve, ACC_DIAG);
-        ch_em_opcount_add(&e->before, &dprog.before);
-        ch_em_opcount_add(&e->after, &diag);
+        ch_opcount_add(&e->before, &dprog.before);
+        ch_opcount_add(&e->after, &diag);
     } else {
         e->needs |= solve_needs;
         e->fused = sym_fused;
         e->acc_chart = nextra > 0;
         acc_program(e, &prog, &solve, ACC_SYM);
-        ch_em_opcount_add(&e->before, &prog.before);
-        ch_em_opcount_add(&e->after, &sym);
+        ch_opcount_add(&e->before, &prog.before);
+        ch_opcount_add(&e->after, &sym);
     }
     if (have_sym) ch_cse_prog_free(&prog);
     if (have_vals) ch_cse_prog_free(&vals);

@@ -128,11 +128,6 @@ void ch_em_put_body(ch_buf *b, const ch_cse_prog *prog)
     if (prog->body.oom) b->oom = 1;
 }
 
-void ch_em_opcount_add(ch_opcount *to, const ch_opcount *c)
-{
-    to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
-}
-
 /* static void kn_NAME(t, x, p, v, o): o[i] = outs[i] (v writable where
  * the program writes velocities into it); frees prog. */
 static void kernel_put_v(emitter *e, const char *name, ch_cse_prog *prog, int writes_v)
@@ -158,8 +153,8 @@ static void kernel_put_v(emitter *e, const char *name, ch_cse_prog *prog, int wr
         ch_buf_put(b, ";\n");
     }
     ch_buf_put(b, "}\n\n");
-    ch_em_opcount_add(&e->before, &prog->before);
-    ch_em_opcount_add(&e->after, &prog->after);
+    ch_opcount_add(&e->before, &prog->before);
+    ch_opcount_add(&e->after, &prog->after);
     e->last = prog->after;
     ch_cse_prog_free(prog);
 }
@@ -513,7 +508,8 @@ double ch_em_call_cost(const ch_opcount *c)
  * then the locals, then the rest, as before, cost the 10-trailer's
  * kernel 6% (224 -> 211 ns). Works on the program as data (cse.h): p's
  * text is rebuilt from its lines, and its data dropped. 1 when done, 0
- * when out of memory. */
+ * when out of memory, when p has no data, or where a local reads itself
+ * (a cycle: no order exists). */
 static int order_locals(emitter *e, ch_cse_prog *p, size_t nloc,
                         const ch_expr *const *syms, const char *const *names,
                         int by_calls)
@@ -1101,6 +1097,10 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
                     const char *prelude, ch_buf *header, ch_buf *source, ch_error *err)
 {
+    /* an error an earlier call left in a long-lived context (the repl's,
+     * the C API's) is not this emission's: it would turn a later limit
+     * into "out of memory" (emit_fail, cse.c's fail) */
+    ch_ctx_clear_error(ctx);
     emitter e;
     memset(&e, 0, sizeof e);
     e.cols = form == CH_FORM_HAMILTON ? cols : NULL;

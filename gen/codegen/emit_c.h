@@ -108,7 +108,7 @@ int ch_emit_c(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
  * the programs of the kernels that several forms have (cse.h: kn_dyn,
  * kn_alpha, kn_en, kn_integ and the symbolic reduced right side, each
  * built once) and the hamilton form's expressions from the Kane form
- * (y*_t, eta, alpha, y*). One context and one derivation only; it must
+ * (y*_t, eta, alpha, y*). One context and one mechanics only; it must
  * not outlive them. NULL from new when out of memory. */
 typedef struct ch_emit_cache ch_emit_cache;
 ch_emit_cache *ch_emit_cache_new(void);

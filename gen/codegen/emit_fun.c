@@ -465,8 +465,8 @@ void ch_em_fun_chart(emitter *e)
         ch_em_put_body(b, &ck);
         ch_em_pivot_check_at(e, chart, ck.ref, 0, b);
         ch_buf_put(b, "    return 0;\n}\n\n");
-        ch_em_opcount_add(&e->before, &ck.before);
-        ch_em_opcount_add(&e->after, &ck.after);
+        ch_opcount_add(&e->before, &ck.before);
+        ch_opcount_add(&e->after, &ck.after);
         ch_cse_prog_free(&ck);
     }
     if (e->failed) return;

@@ -101,7 +101,6 @@ int ch_em_locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
                        ch_cse_prog *p, int by_calls);
 const char *ch_em_namer(void *data, const ch_sym *s);
 int ch_em_newton_start(const emitter *e);
-void ch_em_opcount_add(ch_opcount *to, const ch_opcount *c);
 double ch_em_opcount_total(const ch_opcount *c);
 void ch_em_pivot_check_at(emitter *e, const ch_expr *const *outs, char *const *ref, size_t at,
                           ch_buf *code);

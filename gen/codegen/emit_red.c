@@ -142,11 +142,6 @@ static void stmt_end(gen *g)
     g->ops = g->outer;
 }
 
-static void opcount_add(ch_opcount *to, const ch_opcount *c)
-{
-    to->add += c->add, to->mul += c->mul, to->div += c->div, to->call += c->call;
-}
-
 /* The body without the statements whose value no kept statement reads
  * (backwards: every reader follows the statement it reads), their
  * operations added to outer for those kept. */
@@ -173,7 +168,7 @@ static void sweep(gen *g)
         ch_buf_putn(&out, g->b->s + at, s->from - at);
         if (keep[j]) {
             ch_buf_putn(&out, g->b->s + s->from, s->to - s->from);
-            opcount_add(g->outer, &s->ops);
+            ch_opcount_add(g->outer, &s->ops);
         }
         at = s->to;
     }
@@ -521,11 +516,12 @@ static void reduce(gen *g)
 /* "double A[m*m] = {...};": the symmetric matrix rebuilt from the
  * scalars A<i*m+j> of its lower triangle, for la_solve. It reads all of
  * them (aread, m*m flags or NULL). */
-static void put_a_array(ch_buf *b, size_t m, const char *indent, unsigned char *aread)
+static void put_a_array(ch_buf *b, size_t m, const char *indent, unsigned char *aread,
+                        unsigned *needs)
 {
     for (size_t i = 0; aread && i < m; i++)
         for (size_t j = 0; j <= i; j++) aread[i * m + j] = 1;
-    if (m * m > CH_STACK_ELEMS) { /* static storage: assigned, not initialized */
+    if (*ch_emit_storage(m * m, needs)) { /* static storage: assigned, not initialized */
         ch_buf_printf(b, "static double A[%zu];\n", m * m);
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < m; j++)
@@ -554,7 +550,7 @@ static void small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcoun
     ch_buf fb;
     ch_buf_init(&fb);
     ch_buf_put(&fb, "{\n            ");
-    put_a_array(&fb, m, "            ", aread);
+    put_a_array(&fb, m, "            ", aread, needs);
     ch_buf_printf(&fb, "            return la_solve(%zu, 1, A, vt, 1, ws, piv);\n        }", m);
     if (fb.oom) b->oom = 1;
     if (m <= CH_SPD_UNROLL_MAX && !fb.oom) {
@@ -740,7 +736,7 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
             ch_emit_spd_solve(&body, g.m, "A%zu", "vt[%zu]", g.anz, "return 1;", ops, aread);
         } else {
             ch_buf_put(&body, "    {\n        ");
-            put_a_array(&body, g.m, "        ", aread);
+            put_a_array(&body, g.m, "        ", aread, &g.needs);
             ch_buf_printf(&body, "        if (la_solve(%zu, 1, A, vt, 1, ws, piv)) return 1;\n    }\n",
                           g.m);
             g.needs |= CH_NEEDS_LA_SOLVE;

@@ -145,7 +145,8 @@ static size_t count_in_map(size_t n, const ch_expr *const *e, size_t cap)
     for (size_t i = 0; i < n && seen.len <= cap && !oom; i++)
         if (e[i]) count_capped(e[i], &seen, cap, &oom);
     /* out of memory: "larger than cap", which makes callers skip work */
-    size_t r = seen.len > cap || oom ? cap + 1 : seen.len;
+    size_t over = cap == SIZE_MAX ? cap : cap + 1; /* (cap + 1 would wrap to 0) */
+    size_t r = seen.len > cap || oom ? over : seen.len;
     ch_map_free(&seen);
     return r;
 }

@@ -1,4 +1,4 @@
-/* print.c — text, LaTeX, SymPy and C printers over the expression DAG.
+/* print.c — text, LaTeX and SymPy printers over the expression DAG.
  *
  * The DAG's operand order is creation order, which says nothing to a
  * reader. Each print call therefore sorts sums and products for display
@@ -28,8 +28,6 @@
  * out of memory, NULL expression) it sets the buffer's sticky oom flag,
  * which is the one failure signal a ch_buf carries. */
 #include "doc/print.h"
-
-#include "core/eval.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +86,6 @@ typedef struct {
     int failed;
     int depth;
     int max_depth;        /* deepest emit nesting so far (for span.depth) */
-    int reuse;            /* copy repeated text */
     ch_map spans_at;      /* (id << 3 | need) -> index + 1 into spans */
     span *spans;
     size_t nspans, cap_spans;
@@ -1077,7 +1074,7 @@ static void span_put(printer *pr, uint64_t key, size_t start, int depth)
 
 static void emit(printer *pr, const ch_expr *e, int need)
 {
-    if (!pr->reuse || pr->failed || !e || e->kind == CH_NUM || e->kind == CH_SYM) {
+    if (pr->failed || !e || e->kind == CH_NUM || e->kind == CH_SYM) {
         emit_node(pr, e, need);
         return;
     }
@@ -1108,9 +1105,8 @@ ch_printer *ch_printer_new(ch_style style)
 {
     ch_printer *p = malloc(sizeof *p);
     if (!p) return NULL;
-    /* An unknown style prints as text rather than reaching the C printer. */
+    /* an unknown style prints as text */
     printer_init(&p->pr, NULL, (unsigned)style <= CH_STYLE_SYMPY ? (int)style : CH_STYLE_TEXT);
-    p->pr.reuse = 1;
     return p;
 }
 

@@ -12,7 +12,7 @@
 typedef struct {
     int *dep;              /* k coordinate indices, increasing */
     ch_model *model;       /* the parsed model with dep and the state of the switch
-                            * (its own allocation: the derivation points to it) */
+                            * (its own allocation: the mechanics points to it) */
     double *q0, *qt0;
     ch_mechanics *d;      /* NULL for the first chart (the caller's) */
     ch_compiled *comp;     /* NULL for the first chart */

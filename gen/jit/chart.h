@@ -24,7 +24,7 @@
  *    before the next switch, so charts never alternate at one point).
  *
  * Otherwise it declines with a note naming the singular block. The
- * context and the derivation given to ch_charts_new must outlive it. */
+ * context and the mechanics given to ch_charts_new must outlive it. */
 #ifndef CH_CHART_H
 #define CH_CHART_H
 

@@ -1,12 +1,12 @@
 /* compile.h — one form of a derived model compiled in process and bound to
  * the runtime's system struct (runtime/simulate.h).
  *
- * The single path from a derivation to callable code (emit → one JIT
+ * The single path from the mechanics of a model to callable code (emit → one JIT
  * translation unit → compile → bind), shared by `chetaev run` and the
  * public library API (chetaev.h) so that both run the same bytes. A
  * ch_compiled owns its JIT memory and its prefix; the bound struct points
  * into both, so it lives exactly as long as the ch_compiled. Nothing in it
- * refers to the context or the derivation it was made from. */
+ * refers to the context or the mechanics it was made from. */
 #ifndef CH_COMPILE_H
 #define CH_COMPILE_H
 

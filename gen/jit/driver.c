@@ -111,8 +111,9 @@ int ch_driver_runtime_file(size_t i, const char **name, const char **text,
     return 0;
 }
 
-/* What the emitted code takes from <math.h> (the functions gen/codegen/cse.c
- * calls, fabs and sqrt of the solvers, HUGE_VAL of the energy): parsing
+/* What the emitted code takes from <math.h> (the functions codegen/cse.c
+ * calls, fabs and sqrt of the solvers, HUGE_VAL of the energy, NAN that
+ * ch_c_double may write): parsing
  * the system header costs tcc more than compiling a small model. */
 #define MATH_DECL(f, decl) decl ";\n"
 static const char math_decls[] = CH_JIT_MATH_FNS(MATH_DECL)
@@ -122,6 +123,9 @@ static const char math_decls[] = CH_JIT_MATH_FNS(MATH_DECL)
     "#else\n"
     "#define HUGE_VAL (__builtin_huge_val())\n"
     "#endif\n"
+    "#endif\n"
+    "#ifndef NAN\n"
+    "#define NAN (0.0 / 0.0)\n"
     "#endif\n";
 
 const char *ch_driver_math_prelude(void) { return math_decls; }

@@ -15,8 +15,8 @@ typedef enum { CH_COMPILER_TCC, CH_COMPILER_CC } ch_compiler;
 typedef struct ch_jit ch_jit;
 
 /* The functions of <math.h> emitted code calls (the model language's and
- * the solvers'), each with its declaration: the JIT unit declares them
- * (ch_driver_jit_unit) and ch_jit_compile hands tcc this process's, so
+ * the solvers'), each with its declaration: the emitted source declares
+ * them (ch_driver_math_prelude) and ch_jit_compile hands tcc this process's, so
  * that one list says both. */
 #define CH_JIT_MATH_FNS(X) \
     X(sin, "double sin(double)") X(cos, "double cos(double)") \

@@ -1,7 +1,7 @@
 /* loop.h — the Poincaré–Cartan integral invariant measured along a
  * transported loop of states (THEORY §5, `chetaev check MODEL --loop N`).
  *
- * The Hamiltonian form of the derivation is emitted, JIT-compiled, and N
+ * The Hamiltonian form of the mechanics is emitted, JIT-compiled, and N
  * initial states are placed on a closed curve around the model's initial
  * state x0 = (q0, y0*) (PREFIX_initial, default parameters, t = 0):
  *
@@ -70,7 +70,7 @@ typedef struct {
 
 void ch_loop_options_default(ch_loop_options *o);
 
-/* Runs the experiment above on derivation d (options NULL = defaults).
+/* Runs the experiment above on the mechanics d (options NULL = defaults).
  * Returns 0 with res filled, or:
  *   CH_ERR_MODEL   the Hamiltonian form does not exist (reason in err), or
  *                  the model has no independent coordinate;

@@ -11,7 +11,7 @@
  * are those of the true motion through each point. The energy verdict is
  * the one of ch_chetaev (not recomputed). Maxima are midpoints of ball
  * evaluations at random points of the constraint manifold. Everything
- * lives in the derivation's context. */
+ * lives in the mechanics' context. */
 #ifndef CH_AUDIT_H
 #define CH_AUDIT_H
 

@@ -56,6 +56,8 @@ int ch_mechanics_complete(ch_mechanics *d, unsigned parts)
     }
     if (parts & CH_MECH_IDENTITY) {
         if (d->model->k) ch_reduce_test_identity(ctx, &d->red);
+        /* an undecided test for want of memory is no verdict */
+        if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) return -1;
         d->done |= CH_MECH_IDENTITY;
     }
     return 0;
