@@ -45,6 +45,7 @@ static int sh(const char *fmt, const char *a, const char *b)
 typedef struct {
     int ok[3];
     ch_buf h[3], c[3];
+    ch_emit_report report[3]; /* how kn_acc was chosen */
 } emitted;
 
 /* Emits every form of a model held in text (or file path). */
@@ -73,7 +74,8 @@ static int emit_model(const char *path, const char *text, emitted *out,
         ch_buf_init(&out->h[f]);
         ch_buf_init(&out->c[f]);
         ch_error_clear(&err);
-        rc = ch_emit_c(ctx, d, (ch_form)f, NULL, &out->h[f], &out->c[f], &err);
+        rc = ch_emit_c_chart(ctx, d, (ch_form)f, NULL, NULL, NULL, NULL, &out->h[f], &out->c[f],
+                             &out->report[f], &err);
         out->ok[f] = rc == 0;
         /* Only a degenerate Legendre map leaves a model without the
          * hamilton form; without a closed-form H* it is inverted
@@ -603,54 +605,39 @@ static const char coupled_text[] = /* G_d not triangular in any order */
     "constraint 3*u' + w' + cos(z)*z' = 0\n"
     "dependent u' w' z'\ninitial x=0.1 y=0.2 x'=1 y'=0.5\n";
 
-/* The header's note agrees with the code and the choice is the cheapest
- * of the candidates it lists. */
-static void check_acc_choice(const char *name, const char *code, const char *solve)
+/* The choice (the emitter's report, data) is the cheapest of the
+ * candidates built (ties: symbolic, numeric, substituted, diagonal), the
+ * numeric candidate was built and solves G_d as solve says, and the code
+ * is the chosen candidate's. */
+static void check_acc_choice(const char *name, const char *code, const ch_emit_report *r,
+                             const char *solve)
 {
-    const char *note = strstr(code, " * independent accelerations: ");
-    CHECK_MSG(note != NULL, "%s: no note on the accelerations", name);
-    if (!note) return;
-    char kind[16] = "", how[200] = "";
-    double chosen = -1, num = -1, sub = -1, sym = -1;
-    int got = sscanf(note, " * independent accelerations: %15[a-z], %lf operations per call "
-                     "(numeric, %199[^:]: %lf", kind, &chosen, how, &num);
-    CHECK_MSG(got == 4, "%s: note '%.200s'", name, note);
-    if (got != 4) return;
-    /* "; substituted M* and M* solve: N", "M* (Kane form) and" with A and
-     * f from the Lagrangian's Kane form */
-    const char *s = strstr(note, "; substituted M* ");
-    const char *eol = strchr(note, '\n');
-    if (s && eol && s < eol && (s = strstr(s, " solve: ")) && s < eol) sscanf(s, " solve: %lf", &sub);
-    /* "; symbolic reduced right side: not built (over N nodes, ...)" when
-     * it could not win (sym stays above every count) */
-    s = strstr(note, "; symbolic reduced right side: not built (over ");
-    int unbuilt = s && eol && s < eol;
-    if (unbuilt) sym = 1e300;
-    else s = strstr(note, "; symbolic reduced right side and M* solve: ");
-    CHECK_MSG(unbuilt || (s && eol && s < eol &&
-                          sscanf(s, "; symbolic reduced right side and M* solve: %lf", &sym) == 1),
-              "%s: note '%.200s'", name, note);
-    /* "; diagonal M*, f_i / M*_ii: N" where M* is diagonal */
-    double diag = -1;
-    s = strstr(note, "; diagonal M*, f_i / M*_ii: ");
-    if (s && eol && s < eol) sscanf(s, "; diagonal M*, f_i / M*_ii: %lf", &diag);
-    int numeric = strcmp(kind, "numeric") == 0, subst = strcmp(kind, "substituted") == 0;
-    int diagonal = strcmp(kind, "diagonal") == 0;
-    double best = num < sym ? num : sym;
-    if (sub >= 0 && sub < best) best = sub;
-    if (diag >= 0 && diag < best) best = diag;
-    CHECK_MSG(chosen == best && chosen == (numeric ? num : subst ? sub : diagonal ? diag : sym),
-              "%s: chose %s at %g (numeric %g, substituted %g, symbolic %g, diagonal %g)", name,
-              kind, chosen, num, sub, sym, diag);
-    CHECK_MSG(strstr(how, solve) != NULL, "%s: '%s' lacks '%s'", name, how, solve);
-    /* the code matches the note */
-    CHECK(subst == (strstr(code, "Independent accelerations from M* and f built on") != NULL));
-    CHECK(diagonal == (strstr(code, "Independent accelerations f_i / M*_ii") != NULL));
-    CHECK((!numeric && !subst && !diagonal) ==
+    static const ch_acc_kind order[] = {CH_ACC_SYMBOLIC, CH_ACC_NUMERIC, CH_ACC_SUBSTITUTED,
+                                        CH_ACC_DIAGONAL};
+    ch_acc_kind best = CH_ACC_NONE;
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        double c = r->cost[order[i]];
+        if (c >= 0 && (best == CH_ACC_NONE || c < r->cost[best])) best = order[i];
+    }
+    CHECK_MSG(r->chosen != CH_ACC_NONE && r->chosen == best,
+              "%s: chose %d (symbolic %g, numeric %g, substituted %g, diagonal %g)", name,
+              (int)r->chosen, r->cost[CH_ACC_SYMBOLIC], r->cost[CH_ACC_NUMERIC],
+              r->cost[CH_ACC_SUBSTITUTED], r->cost[CH_ACC_DIAGONAL]);
+    CHECK_MSG(r->cost[CH_ACC_NUMERIC] >= 0, "%s: no numeric candidate", name);
+    CHECK_MSG(!strcmp(solve, "triangular") == !!r->numeric_triangular, "%s: %s solve expected",
+              name, solve);
+    CHECK_MSG(r->symbolic_skipped == (r->cost[CH_ACC_SYMBOLIC] < 0), "%s: symbolic candidate",
+              name);
+    /* the code is the chosen candidate's */
+    CHECK((r->chosen == CH_ACC_SUBSTITUTED) ==
+          (strstr(code, "Independent accelerations from M* and f built on") != NULL));
+    CHECK((r->chosen == CH_ACC_DIAGONAL) ==
+          (strstr(code, "Independent accelerations f_i / M*_ii") != NULL));
+    CHECK((r->chosen == CH_ACC_SYMBOLIC) ==
           (strstr(code, "Independent accelerations from the symbolic reduced") != NULL));
-    if (numeric)
-        CHECK(strstr(how, "triangular") ? strstr(code, "const double dg0 = 1.0 / ") != NULL
-                                        : strstr(code, "Gd[") != NULL);
+    if (r->chosen == CH_ACC_NUMERIC)
+        CHECK(r->numeric_triangular ? strstr(code, "const double dg0 = 1.0 / ") != NULL
+                                    : strstr(code, "Gd[") != NULL);
 }
 
 /* want: the kind of kn_acc expected ("numeric", "substituted",
@@ -663,11 +650,14 @@ static void acc_model(const char *name, const char *path, const char *text,
     ch_mechanics *d;
     ch_ctx *ctx;
     if (emit_model(path, text, &e, &d, &ctx)) return;
-    check_acc_choice(name, e.c[CH_FORM_REDUCED].s, solve);
-    char expect[64];
-    snprintf(expect, sizeof expect, "accelerations: %s,", want ? want : "");
-    CHECK_MSG(!want || strstr(e.c[CH_FORM_REDUCED].s, expect) != NULL, "%s: %s expected", name,
-              want);
+    const ch_emit_report *r = &e.report[CH_FORM_REDUCED];
+    check_acc_choice(name, e.c[CH_FORM_REDUCED].s, r, solve);
+    ch_acc_kind kind = !want                          ? r->chosen
+                       : !strcmp(want, "numeric")     ? CH_ACC_NUMERIC
+                       : !strcmp(want, "substituted") ? CH_ACC_SUBSTITUTED
+                       : !strcmp(want, "diagonal")    ? CH_ACC_DIAGONAL
+                                                      : CH_ACC_SYMBOLIC;
+    CHECK_MSG(r->chosen == kind, "%s: %s expected", name, want);
     emitted_free(&e);
     ch_ctx_free(ctx);
 }
@@ -711,11 +701,10 @@ static void test_symbolic_not_built(void)
         ch_mechanics *d;
         ch_ctx *ctx;
         if (emit_model("trailer.nh", text, &e, &d, &ctx) == 0) {
-            const char *c = e.c[CH_FORM_REDUCED].s;
-            check_acc_choice(name, c, "triangular");
-            CHECK_MSG((strstr(c, "symbolic reduced right side: not built (over ") != NULL) ==
-                          (sizes[i] == 70), "%s: symbolic candidate", name);
-            CHECK(strstr(c, "accelerations: substituted,") != NULL);
+            const ch_emit_report *r = &e.report[CH_FORM_REDUCED];
+            check_acc_choice(name, e.c[CH_FORM_REDUCED].s, r, "triangular");
+            CHECK_MSG(r->symbolic_skipped == (sizes[i] == 70), "%s: symbolic candidate", name);
+            CHECK(r->chosen == CH_ACC_SUBSTITUTED);
             emitted_free(&e);
             ch_ctx_free(ctx);
         }

@@ -37,10 +37,6 @@ static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *
 /* Where kn_acc's program comes from (acc_program). */
 typedef enum { ACC_SYM, ACC_SUB, ACC_DIAG } acc_kind;
 
-/* The largest DAG of an entry M*_ii that diagonal_outputs brings into
- * normal form (which expands it). */
-#define DIAG_MAX_NODES 300
-
 /* Where M* is diagonal (red_outputs' off-diagonal entries 0, the
  * diagonal's not), outs with each M*_ii in normal form and f_i replaced
  * by f_i / M*_ii: the knife edge's m + m*tan(phi)^2 is m/cos(phi)^2,
@@ -372,24 +368,6 @@ static int values_prog(emitter *e, ch_cse_prog *out, size_t *val, int *fused, do
         if (fac[dist]) fused_candidates(e, fac[dist], fac[dist] + nd, out, &best, val, fused);
     return 0;
 }
-
-/* The factored symbolic candidates are not built when the plain program
- * has more than this many times the operations of the best other
- * candidate: they could not win unless factoring removed all but 1/8 of
- * the operations, and on the n-trailer, where the plain one is 30 times
- * the substituted one at N = 100, it removed 4/5 (call_cost 220 246 ->
- * 42 168) for more than half of the emit time. */
-#define SYM_FACTOR_GAIN 8
-
-/* The symbolic candidate is not built at all when its outputs have more
- * distinct nodes than this many times the operations of the best other
- * candidate. Its plain program has 0.6 to 1.6 times as many operations as
- * its outputs have nodes (the examples, the n-trailer) and factoring
- * removed at most 4/5 of them, so it would cost over 3 times the other.
- * On the n-trailer its nodes grow as N^2 (2 107 at N = 10, 535 437 at
- * N = 200: 138 times the substituted candidate's operations), and its
- * CSE was a quarter of the 200-trailer's `emit --form all`. */
-#define SYM_SKIP_GAIN 32
 
 /* The program of kn_acc's body on the symbolic path: M* and f (the first
  * m*m + m outputs; *outs is set to the expressions used), the cheapest by
@@ -733,6 +711,20 @@ void ch_em_fun_acc(emitter *e)
     ch_buf_free(&ssolve);
     ch_buf_free(&dsolve);
     if (e->failed) return;
+    ch_emit_report *rep = &e->report;
+    rep->chosen = use == NUM ? CH_ACC_NUMERIC : use == SUB ? CH_ACC_SUBSTITUTED
+                  : use == DIAG ? CH_ACC_DIAGONAL : CH_ACC_SYMBOLIC;
+    for (int i = 0; i < CH_ACC_COUNT; i++) rep->cost[i] = -1.0;
+    rep->cost[CH_ACC_DIAGONAL] = have_diag ? ch_em_opcount_total(&dcmp) : -1.0;
+    rep->symbolic_skipped = skip_sym;
+    rep->numeric_triangular = tri;
+    if (e->k == 0) {
+        rep->cost[CH_ACC_SYMBOLIC] = ch_em_opcount_total(&sym);
+    } else {
+        if (have_vals) rep->cost[CH_ACC_NUMERIC] = ch_em_opcount_total(&ncmp);
+        if (have_sub) rep->cost[CH_ACC_SUBSTITUTED] = ch_em_opcount_total(&bcmp);
+        if (have_sym) rep->cost[CH_ACC_SYMBOLIC] = ch_em_opcount_total(&scmp);
+    }
     char diagnote[64] = "";
     if (have_diag)
         snprintf(diagnote, sizeof diagnote, "; diagonal M*, f_i / M*_ii: %.0f",

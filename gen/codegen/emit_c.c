@@ -165,17 +165,6 @@ static void kernel_put(emitter *e, const char *name, ch_cse_prog *prog)
 }
 
 
-/* A candidate program of ch_em_kernel() is not built when its outputs' DAG has
- * more than this many nodes per unit of the cheapest program's cost
- * built so far (call_cost), plus KERNEL_PRUNE_SLACK: on the large models
- * measured a program costs at least 0.8 per DAG node (kn_dyn of the
- * 100-trailer: plain 81691 for 97960 nodes, factored 111484 for 92517
- * and 32510 for 28468), so it could not win, and kn_dyn's CSE builds were
- * the largest part of `emit --form full`. The slack keeps every candidate
- * of the small models, whose cost per node varies most. */
-#define KERNEL_PRUNE_RATIO 2
-#define KERNEL_PRUNE_SLACK 64
-
 /* The kernels that every form has (with the same outputs): their
  * programs are kept for the other forms (kernel_build). */
 static int every_form(const char *name)
@@ -270,15 +259,6 @@ void ch_em_kernel(emitter *e, const char *name, size_t nout, const ch_expr *cons
     else
         kernel_put(e, name, &best);
 }
-
-/* The closed form's outputs are not built for kn_ham, kn_eta and kn_en
- * where their DAG has more than this many nodes per unit of the Kane
- * form's program cost (call_cost): that program was the cheaper on every
- * model tried (the examples, the n-trailer), the closed form's CSE is the
- * largest of `emit --form hamilton`, and its DAG grows as N^2 on the
- * n-trailer (y*_t of the 10-trailer: 1970 nodes against 1269, of the
- * 24-trailer 9215 against 2977). */
-#define KANE_CLOSED_MAX_RATIO 2
 
 /* The cheaper program of the nout outputs from the derivation's closed
  * form (closed) and from the Kane form (kane), kept for the other forms
@@ -1090,12 +1070,13 @@ int ch_emit_c_cached(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                      const char *prefix, ch_emit_cache *cache, ch_buf *header,
                      ch_buf *source, ch_error *err)
 {
-    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, NULL, header, source, err);
+    return ch_emit_c_chart(ctx, d, form, prefix, cache, NULL, NULL, header, source, NULL, err);
 }
 
 int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
-                    const char *prelude, ch_buf *header, ch_buf *source, ch_error *err)
+                    const char *prelude, ch_buf *header, ch_buf *source,
+                    ch_emit_report *report, ch_error *err)
 {
     /* an error an earlier call left in a long-lived context (the repl's,
      * the C API's) is not this emission's: it would turn a later limit
@@ -1103,6 +1084,7 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
     ch_ctx_clear_error(ctx);
     emitter e;
     memset(&e, 0, sizeof e);
+    for (int i = 0; i < CH_ACC_COUNT; i++) e.report.cost[i] = -1.0;
     e.cols = form == CH_FORM_HAMILTON ? cols : NULL;
     e.ctx = ctx, e.d = d, e.m = d->model, e.form = form, e.err = err;
     e.n = d->lag.n, e.k = d->lag.k, e.mi = e.n - e.k;
@@ -1203,6 +1185,7 @@ int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
     /* the steps that fail only for want of memory set no error */
     if (e.failed && err && !err->code) ch_error_set(err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
     if (e.failed) rc = err && err->code ? (int)err->code : CH_ERR_MEMORY;
+    if (report) *report = e.report; /* (CH_ACC_NONE without a kn_acc) */
     ch_buf_free(&e.kern);
     ch_buf_free(&e.fun);
     if (!e.shared) ch_cse_cache_free(e.cache);

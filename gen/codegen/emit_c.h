@@ -132,13 +132,35 @@ typedef struct {
     const ch_expr *const *ystar; /* m */
 } ch_chart_cols;
 
+/* How kn_acc computes the independent accelerations of a reduced or
+ * hamilton form: the candidate programs compared by their operations
+ * per call (beyond alpha; the header's note says the same in words) and
+ * the one written, the cheapest (ties: symbolic, numeric, substituted,
+ * diagonal). */
+typedef enum {
+    CH_ACC_NONE,        /* the form has no kn_acc */
+    CH_ACC_SYMBOLIC,    /* the symbolic reduced equations, M* solved */
+    CH_ACC_NUMERIC,     /* numeric solves on the full form's M, G, b, r */
+    CH_ACC_SUBSTITUTED, /* the same solves substituted into expressions */
+    CH_ACC_DIAGONAL,    /* M* diagonal: f_i / M*_ii */
+    CH_ACC_COUNT
+} ch_acc_kind;
+
+typedef struct {
+    ch_acc_kind chosen;
+    double cost[CH_ACC_COUNT]; /* by kind; -1 for a candidate not built */
+    int symbolic_skipped;      /* the symbolic one not built: it could not win */
+    int numeric_triangular;    /* the numeric one solves G_d by substitution */
+} ch_emit_report;
+
 /* ch_emit_c_cached with the hamilton form's y_NAME output columns from
  * cols (NULL: the form's own); other forms ignore cols. prelude is the
  * text written at the top of the source for `#include <math.h>\n`
  * (NULL: that line): the JIT's declarations of what it takes from the
- * host's math library. */
+ * host's math library. report (or NULL) receives how kn_acc was chosen. */
 int ch_emit_c_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
                     const char *prefix, ch_emit_cache *cache, const ch_chart_cols *cols,
-                    const char *prelude, ch_buf *header, ch_buf *source, ch_error *err);
+                    const char *prelude, ch_buf *header, ch_buf *source,
+                    ch_emit_report *report, ch_error *err);
 
 #endif

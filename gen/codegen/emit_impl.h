@@ -46,6 +46,7 @@ typedef struct {
     ch_opcount facc_ops;      /* kn_facc's beyond kn_dyn */
     unsigned char *dyn_nz;    /* kn_dyn outputs that are not symbolically 0 */
     char acc_note[384];       /* how kn_acc gets the accelerations (header) */
+    ch_emit_report report;    /* the same as data */
     const ch_expr **dyn_outs; /* kn_dyn's outputs (factored when cheaper) */
     const ch_expr **dyn_plain; /* the same values as derived */
     int dyn_dist_halved;      /* distributing halved their DAG (factor_both) */

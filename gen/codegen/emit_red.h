@@ -23,6 +23,7 @@
 
 #include "core/buf.h"
 #include "codegen/cse.h"
+#include "codegen/tuning.h"
 #include "core/expr.h"
 #include "core/factor.h"
 #include "mech/kane.h"
@@ -155,15 +156,6 @@ void ch_emit_small_solve(ch_buf *b, size_t m, const unsigned char *anz, ch_opcou
 /* The operations of la_solve on an n x n symmetric positive definite
  * system with nrhs right sides (Cholesky path), added to ops. */
 void ch_la_solve_ops(size_t n, size_t nrhs, ch_opcount *ops);
-
-/* Largest m for which ch_emit_spd_solve unrolls the solve. */
-#define CH_SPD_UNROLL_MAX 8
-
-/* Work arrays of more than this many elements in one declaration are
- * static (one copy per compiled system; its functions are then not
- * reentrant, PREFIX_REENTRANT 0), so that no stack array grows with the
- * model: a thread's stack may be as small as 64 KB (16 KB here). */
-#define CH_STACK_ELEMS 2048
 
 /* "static " for a declaration of arrays of count elements in all (no
  * initializers), with CH_NEEDS_STATIC set in *needs (needs may be NULL),

@@ -65,7 +65,7 @@ int ch_compile_chart(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
     ch_buf_init(&src);
     ch_buf_init(&unit);
     int rc = ch_emit_c_chart(ctx, d, form, c->prefix, NULL, cols, ch_driver_math_prelude(),
-                             &h, &src, err);
+                             &h, &src, NULL, err);
     if (!rc) {
         ch_driver_jit_unit(c->prefix, src.s, &unit);
         if (h.oom || src.oom || unit.oom)
