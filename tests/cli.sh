@@ -141,10 +141,13 @@ rc=$?
 [ $rc = 1 ] && [ ! -e "$tmp/eb" ] && ok || bad "invalid model: exit $rc, folder created"
 
 # run -o killed at any moment ends on a whole row (rows go out in whole
-# chunks of one write each).
+# chunks of one write each). Killed once rows have been written (after
+# 0.5 s of CPU or 64 KB, which a loaded machine may take more than a
+# second of wall time to reach), while it is still writing.
 "$bin" run "$k" --method rk4 --dt 1e-4 --t1 1000 -o "$tmp/kill.csv" &
 pid=$!
-sleep 1
+for i in $(seq 100); do [ -s "$tmp/kill.csv" ] && break; sleep 0.1; done
+sleep 0.3
 kill -9 $pid
 wait $pid 2>/dev/null
 [ "$(tail -c 1 "$tmp/kill.csv" | od -An -c | tr -d ' ')" = '\n' ] \
