@@ -14,6 +14,7 @@
 #include "codegen/emit_red.h"
 #include "core/eval.h"
 #include "core/expr.h"
+#include "core/factor.h"
 #include "jit/jit.h"
 #include "randexpr.h"
 

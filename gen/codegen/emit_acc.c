@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/factor.h"
 #include "core/matrix.h"
 #include "core/simplify.h"
 #include "core/subst.h"

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "core/factor.h"
 #include "core/matrix.h"
 #include "core/simplify.h"
 #include "core/subst.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/diff.h"
+#include "core/factor.h"
 #include "core/matrix.h"
 
 /* Dead value elimination: the body is written as statements, and one

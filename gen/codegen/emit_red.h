@@ -25,7 +25,6 @@
 #include "codegen/cse.h"
 #include "codegen/tuning.h"
 #include "core/expr.h"
-#include "core/factor.h"
 #include "mech/kane.h"
 
 typedef struct {

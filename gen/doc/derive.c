@@ -239,7 +239,7 @@ static void show_deferred(ch_derivation *d, ch_entry *e)
             e->note = mech->euler_failed;
         }
     } else if (e->deferred == CH_MECH_LAMBDA) {
-        e->note = mech->lambda_note;
+        if (mech->lambda_failed) e->note = mech->lambda_failed;
         if (mech->lambda) set_vec(e, d->model->k, mech->lambda, e->row_labels);
     } else {
         const ch_zero_result *z = &mech->red.E_identity_test;

@@ -46,11 +46,10 @@ int ch_mechanics_complete(ch_mechanics *d, unsigned parts)
         d->done |= CH_MECH_EULER;
     }
     if (parts & CH_MECH_LAMBDA) {
-        d->lambda_note = "shown for systems with at most 4 coordinates";
         if (d->model->k && ch_chetaev_explicit_lambda(ctx, &d->mf, &d->lambda)) {
             if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) return -1;
             d->lambda = NULL;
-            if (!(d->lambda_note = not_derived(ctx))) return -1;
+            if (!(d->lambda_failed = not_derived(ctx))) return -1;
         }
         d->done |= CH_MECH_LAMBDA;
     }

@@ -39,10 +39,11 @@ typedef struct ch_mechanics {
     unsigned done;   /* the ch_mech_part bits derived (or tried) */
     /* CH_MECH_EULER: NULL, or why lag.EL is NULL ("not derived: ..."). */
     const char *euler_failed;
-    /* CH_MECH_LAMBDA: k expressions, or NULL with the reason in
-     * lambda_note (too large a system, W singular, a limit reached). */
+    /* CH_MECH_LAMBDA: k expressions, or NULL: a system of more than 4
+     * coordinates or W singular, or a failure whose reason is in
+     * lambda_failed ("not derived: ..."). */
     const ch_expr **lambda;
-    const char *lambda_note;
+    const char *lambda_failed;
 } ch_mechanics;
 
 /* Derives every stage in order (lagrange, initial positions, manifold,
