@@ -545,6 +545,70 @@ static void test_c_text(void)
     ch_ctx_free(ctx);
 }
 
+/* The program as data (ch_cse_build_data) says what the text says: each
+ * statement's line defines w<j> and names the statements and symbols its
+ * operands are, each an earlier statement; a call is a line with a
+ * function; each output is its text's statement or symbol. A plain build
+ * has no data. */
+static void test_prog_data(void)
+{
+    fixture t;
+    setup(&t);
+    ch_ctx *ctx = t.ctx;
+    rx_rng g = {77};
+    for (int round = 0; round < 40; round++) {
+        const ch_expr *e[4];
+        int n = 1 + rx_int(&g, 4);
+        for (int i = 0; i < n; i++) e[i] = rx_expr(ctx, &g, t.x, NS, 3);
+        ch_cse_prog p, q;
+        ch_error err;
+        ch_error_clear(&err);
+        int rc = ch_cse_build_data(ctx, (size_t)n, e, namer, NULL, "w", "    ", &p, &err);
+        CHECK_MSG(rc == 0, "%s", err.msg);
+        if (rc) continue;
+        CHECK(ch_cse_build(ctx, (size_t)n, e, namer, NULL, "w", "    ", &q, &err) == 0);
+        CHECK(q.line == NULL && q.arg == NULL && q.out == NULL);
+        CHECK(!strcmp(p.body.s ? p.body.s : "", q.body.s ? q.body.s : ""));
+        ch_cse_prog_free(&q);
+        CHECK(p.line && p.line[p.ntemps] == p.body.len);
+        for (size_t j = 0; p.line && j < p.ntemps; j++) {
+            char line[4096], want[64], *eq;
+            size_t len = p.line[j + 1] - p.line[j];
+            if (len >= sizeof line) continue;
+            memcpy(line, p.body.s + p.line[j], len);
+            line[len] = '\0';
+            snprintf(want, sizeof want, "    const double w%zu = ", j);
+            CHECK_MSG(!strncmp(line, want, strlen(want)), "line %zu: %s", j, line);
+            eq = line + strlen(want);
+            for (size_t a = p.arg_at[j]; a < p.arg_at[j + 1]; a++) {
+                const ch_cse_arg *arg = &p.arg[a];
+                if (arg->stmt != CH_CSE_NONE) {
+                    snprintf(want, sizeof want, "w%u", (unsigned)arg->stmt);
+                    CHECK_MSG(arg->stmt < j && strstr(eq, want), "line %zu: %s lacks %s", j,
+                              line, want);
+                } else if (arg->sym) {
+                    CHECK_MSG(strstr(eq, namer(NULL, arg->sym)) != NULL, "line %zu: %s", j, line);
+                }
+            }
+            int call = 0;
+            for (const char *c = strchr(eq, '('); c && !call; c = strchr(c + 1, '('))
+                call = c > eq && ((c[-1] >= 'a' && c[-1] <= 'z') || (c[-1] >= '0' && c[-1] <= '9'));
+            CHECK_MSG(call == p.call[j], "line %zu: %s", j, line);
+        }
+        for (int i = 0; p.out && i < n; i++) {
+            char want[32];
+            if (p.out[i].stmt != CH_CSE_NONE)
+                snprintf(want, sizeof want, "w%u", (unsigned)p.out[i].stmt);
+            else
+                snprintf(want, sizeof want, "%s", p.out[i].sym ? namer(NULL, p.out[i].sym)
+                                                                 : p.ref[i]);
+            CHECK_MSG(!strcmp(p.ref[i], want), "output %d: %s, data %s", i, p.ref[i], want);
+        }
+        ch_cse_prog_free(&p);
+    }
+    ch_ctx_free(ctx);
+}
+
 int main(void)
 {
     RUN(test_common_factor);
@@ -559,5 +623,6 @@ int main(void)
     RUN(test_count_print);
     RUN(test_c_double);
     RUN(test_c_text);
+    RUN(test_prog_data);
     return check_summary("cse");
 }

@@ -1031,7 +1031,7 @@ static ch_cse_arg arg_of(const cse *s, const uint32_t *name, uint32_t v)
 }
 
 /* The statements of the values reachable from outs, in print_order, as
- * text and as data. */
+ * text, and as data where asked for (with_data). */
 static void print_prog(cse *s, const uint32_t *outs, size_t n)
 {
     uint32_t cnt;
@@ -1045,28 +1045,32 @@ static void print_prog(cse *s, const uint32_t *outs, size_t n)
     }
     ch_cse_prog *p = s->prog;
     size_t nargs = 0;
-    for (uint32_t j = 0; j < cnt; j++) nargs += s->nd[order[j]]->n + s->nd[order[j]]->nd;
-    p->line = malloc(((size_t)cnt + 1) * sizeof *p->line);
-    p->arg_at = malloc(((size_t)cnt + 1) * sizeof *p->arg_at);
-    p->arg = malloc((nargs ? nargs : 1) * sizeof *p->arg);
-    p->call = malloc(cnt ? cnt : 1);
-    p->out = malloc((n ? n : 1) * sizeof *p->out);
-    if (!p->line || !p->arg_at || !p->arg || !p->call || !p->out) {
-        free(order);
-        free(name);
-        ch_cse_oom(s);
-        return;
+    if (s->with_data) {
+        for (uint32_t j = 0; j < cnt; j++) nargs += s->nd[order[j]]->n + s->nd[order[j]]->nd;
+        p->line = malloc(((size_t)cnt + 1) * sizeof *p->line);
+        p->arg_at = malloc(((size_t)cnt + 1) * sizeof *p->arg_at);
+        p->arg = malloc((nargs ? nargs : 1) * sizeof *p->arg);
+        p->call = malloc(cnt ? cnt : 1);
+        p->out = malloc((n ? n : 1) * sizeof *p->out);
+        if (!p->line || !p->arg_at || !p->arg || !p->call || !p->out) {
+            free(order);
+            free(name);
+            ch_cse_oom(s);
+            return;
+        }
+        nargs = 0;
     }
-    nargs = 0;
     for (uint32_t j = 0; j < cnt; j++) {
         uint32_t v = order[j];
         const node *a = s->nd[v];
         name[v] = (uint32_t)p->ntemps++;
-        p->line[j] = p->body.len;
-        p->arg_at[j] = nargs;
-        p->call[j] = a->kind == K_CALL;
-        for (uint32_t i = 0; i < a->n + a->nd; i++)
-            p->arg[nargs++] = arg_of(s, name, a->op[i]);
+        if (p->line) {
+            p->line[j] = p->body.len;
+            p->arg_at[j] = nargs;
+            p->call[j] = a->kind == K_CALL;
+            for (uint32_t i = 0; i < a->n + a->nd; i++)
+                p->arg[nargs++] = arg_of(s, name, a->op[i]);
+        }
         /* "INDENTconst double TMPk = STMT;", straight into the body */
         bput(&p->body, s->indent);
         bput(&p->body, "const double ");
@@ -1080,10 +1084,12 @@ static void print_prog(cse *s, const uint32_t *outs, size_t n)
         p->after.add += c.add, p->after.mul += c.mul, p->after.div += c.div;
         p->after.call += c.call;
     }
-    p->line[cnt] = p->body.len;
-    p->arg_at[cnt] = nargs;
+    if (p->line) {
+        p->line[cnt] = p->body.len;
+        p->arg_at[cnt] = nargs;
+    }
     for (size_t i = 0; i < n && !s->failed; i++) {
-        p->out[i] = arg_of(s, name, outs[i]);
+        if (p->out) p->out[i] = arg_of(s, name, outs[i]);
         ch_buf b;
         ch_buf_init(&b);
         put_val(&b, s, name, outs[i]);
@@ -1197,23 +1203,7 @@ static int prog_copy(const ch_cse_prog *p, ch_cse_prog *to)
     to->ntemps = p->ntemps;
     to->before = p->before;
     to->after = p->after;
-    int bad = !to->ref || to->body.oom;
-    if (!bad && p->line) {
-        size_t nt = p->ntemps, na = p->arg_at[nt];
-        to->line = malloc((nt + 1) * sizeof *to->line);
-        to->arg_at = malloc((nt + 1) * sizeof *to->arg_at);
-        to->arg = malloc((na ? na : 1) * sizeof *to->arg);
-        to->call = malloc(nt ? nt : 1);
-        to->out = malloc((p->n ? p->n : 1) * sizeof *to->out);
-        bad = !to->line || !to->arg_at || !to->arg || !to->call || !to->out;
-        if (!bad) {
-            memcpy(to->line, p->line, (nt + 1) * sizeof *to->line);
-            memcpy(to->arg_at, p->arg_at, (nt + 1) * sizeof *to->arg_at);
-            memcpy(to->arg, p->arg, na * sizeof *to->arg);
-            memcpy(to->call, p->call, nt);
-            memcpy(to->out, p->out, p->n * sizeof *to->out);
-        }
-    }
+    int bad = !to->ref || to->body.oom; /* (cached programs have no data) */
     for (size_t i = 0; !bad && i < p->n; i++) {
         size_t len = strlen(p->ref[i]) + 1;
         if (!(to->ref[i] = malloc(len))) bad = 1;
@@ -1284,17 +1274,35 @@ static void cache_add(ch_cse_cache *c, uint64_t h, ch_buf *k, const ch_cse_prog 
     c->n++;
 }
 
+static int build(ch_ctx *ctx, ch_cse_cache *cache, size_t n, const ch_expr *const *outs,
+                 ch_c_namer namer, void *data, const char *tmp, const char *indent,
+                 int with_data, ch_cse_prog *out, ch_error *err);
+
 int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                  ch_c_namer namer, void *data, const char *tmp,
                  const char *indent, ch_cse_prog *out, ch_error *err)
 {
-    return ch_cse_build_cached(ctx, NULL, n, outs, namer, data, tmp, indent, out, err);
+    return build(ctx, NULL, n, outs, namer, data, tmp, indent, 0, out, err);
+}
+
+int ch_cse_build_data(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
+                      ch_c_namer namer, void *data, const char *tmp,
+                      const char *indent, ch_cse_prog *out, ch_error *err)
+{
+    return build(ctx, NULL, n, outs, namer, data, tmp, indent, 1, out, err);
 }
 
 int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
                         const ch_expr *const *outs, ch_c_namer namer, void *data,
                         const char *tmp, const char *indent, ch_cse_prog *out,
                         ch_error *err)
+{
+    return build(ctx, cache, n, outs, namer, data, tmp, indent, 0, out, err);
+}
+
+static int build(ch_ctx *ctx, ch_cse_cache *cache, size_t n, const ch_expr *const *outs,
+                 ch_c_namer namer, void *data, const char *tmp, const char *indent,
+                 int with_data, ch_cse_prog *out, ch_error *err)
 {
     memset(out, 0, sizeof *out);
     ch_buf_init(&out->body);
@@ -1317,6 +1325,7 @@ int ch_cse_build_cached(ch_ctx *ctx, ch_cse_cache *cache, size_t n,
     s.indent = indent;
     s.prog = out;
     s.err = err;
+    s.with_data = with_data;
     ch_map *maps[] = {&s.node_val, &s.pow_val, &s.sqrt_val, &s.cbrt_val,
                       &s.inv_val, &s.den_uses, &s.recip_val, &s.num_val};
     for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) ch_map_init(maps[i]);

@@ -37,8 +37,9 @@ typedef struct {
     const ch_sym *sym; /* a leaf's symbol; NULL for a number or a statement */
 } ch_cse_arg;
 
-/* The program as text and as data. Statement j (j < ntemps) defines
- * TMPj; its line is body.s[line[j] .. line[j+1]); it reads the operands
+/* The program as text and, from ch_cse_build_data, as data (line ... out
+ * NULL otherwise). Statement j (j < ntemps) defines TMPj; its line is
+ * body.s[line[j] .. line[j+1]); it reads the operands
  * arg[arg_at[j] .. arg_at[j+1]) in the order its text names them; call[j]
  * says whether it calls a function (sin, pow, ...). Output i is ref[i] as
  * text and out[i] as data. Callers that edit the text drop the data first
@@ -63,6 +64,11 @@ typedef struct {
 int ch_cse_build(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
                  ch_c_namer namer, void *data, const char *tmp,
                  const char *indent, ch_cse_prog *out, ch_error *err);
+/* ch_cse_build, the program also as data (for reordering its statements:
+ * emit_c.c's order_locals). */
+int ch_cse_build_data(ch_ctx *ctx, size_t n, const ch_expr *const *outs,
+                      ch_c_namer namer, void *data, const char *tmp,
+                      const char *indent, ch_cse_prog *out, ch_error *err);
 void ch_cse_prog_free(ch_cse_prog *p);
 /* Frees the data of p and keeps its text (line ... out become NULL). */
 void ch_cse_prog_drop_data(ch_cse_prog *p);

@@ -62,6 +62,7 @@ typedef struct {
     ch_map recip_val;/* value + 1 -> value + 1 of 1/value */
     ch_map num_val;  /* hash of a number -> value + 1 of its leaf */
     int failed;
+    int with_data;   /* print_prog also writes the program as data (cse.h) */
     ch_error *err;
 } cse;
 

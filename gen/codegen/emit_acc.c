@@ -246,7 +246,6 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
         ch_cse_prog_free(&p3);
         return;
     }
-    ch_cse_prog_drop_data(&p3);
     for (size_t nu = 0; nu < k; nu++)
         ch_buf_printf(&p3.body, "    v[%d] = %s;\n", mf->dep[nu], p3.ref[nu + nd]);
     keep_cheaper(e, &p3, out, best, val, fused, 0, 1);
@@ -419,7 +418,6 @@ static int sym_prog(emitter *e, const ch_expr ***outs, size_t nextra, ch_cse_pro
         double cost = ch_em_call_cost(&p.after) + (fuse ? 0.0 : alpha_cost);
         if (cost < best) {
             best = cost;
-            ch_cse_prog_drop_data(&p);
             if (fuse)
                 for (size_t nu = 0; nu < k; nu++)
                     ch_buf_printf(&p.body, "    v[%d] = %s;\n", mf->dep[nu], p.ref[no + nu]);

@@ -640,7 +640,7 @@ int ch_em_locals_build(emitter *e, size_t nloc, const ch_expr *const *syms,
     }
     ch_error scratch;
     memset(&scratch, 0, sizeof scratch);
-    int built = ch_cse_build(e->ctx, n, o, ch_em_namer, e, "w", "    ", p, &scratch) == 0;
+    int built = ch_cse_build_data(e->ctx, n, o, ch_em_namer, e, "w", "    ", p, &scratch) == 0;
     for (size_t i = 0; i < nloc; i++) e->symtext[ch_sym_of(syms[i])->sid] = saved[i];
     if (!built || !order_locals(e, p, nloc, syms, names, by_calls)) {
         ch_cse_prog_free(p);
