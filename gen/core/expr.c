@@ -139,6 +139,17 @@ char *ch_ctx_strdup(ch_ctx *ctx, const char *s)
 
 const ch_error *ch_ctx_error(const ch_ctx *ctx) { return &ctx->err; }
 
+ch_status ch_ctx_report(const ch_ctx *ctx, ch_error *err, const char *file, int line,
+                        int col, const char *prefix, int math_is_model)
+{
+    const ch_error *e = &ctx->err;
+    ch_status code = e->code == CH_OK                         ? CH_ERR_MEMORY
+                     : e->code == CH_ERR_MATH && math_is_model ? CH_ERR_MODEL
+                                                               : e->code;
+    return ch_error_set(err, code, file, line, col, "%s%s", prefix ? prefix : "",
+                        e->code == CH_OK ? "out of memory" : e->msg);
+}
+
 int ch_ctx_exhausted(const ch_ctx *ctx)
 {
     return ctx->err.code == CH_ERR_LIMIT || ctx->err.code == CH_ERR_MEMORY;

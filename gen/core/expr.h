@@ -203,6 +203,13 @@ void ch_ctx_free(ch_ctx *ctx);
 
 /* Last error of a constructor (code CH_OK when none). Sticky until cleared. */
 const ch_error *ch_ctx_error(const ch_ctx *ctx);
+/* The context's failure as err at file:line:col, its message after
+ * prefix (or ""): a limit, out of memory or a model error keeps its
+ * code, a math error (1/0) becomes CH_ERR_MODEL when math_is_model, and no
+ * error recorded is a failed allocation outside the context ("out of
+ * memory"). Returns the code set. */
+ch_status ch_ctx_report(const ch_ctx *ctx, ch_error *err, const char *file, int line,
+                        int col, const char *prefix, int math_is_model);
 void ch_ctx_clear_error(ch_ctx *ctx);
 /* 1 when the sticky error is a resource limit (node limit, memory): every
  * later result is NULL anyway, so traversals stop at once instead of

@@ -38,10 +38,7 @@ const char *ch_audit_kind_name(ch_audit_kind k)
 
 static int fail(ch_ctx *ctx, const ch_model *m, ch_error *err)
 {
-    const ch_error *e = ch_ctx_error(ctx);
-    return ch_error_set(err, e->code == CH_OK ? CH_ERR_MEMORY : e->code,
-                        m->file, 0, 0, "%s",
-                        e->code == CH_OK ? "out of memory" : e->msg);
+    return ch_ctx_report(ctx, err, m->file, 0, 0, NULL, 0);
 }
 
 /* ======================================================================

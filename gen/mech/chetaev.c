@@ -37,11 +37,7 @@
 
 static int ctx_failed(ch_ctx *ctx, ch_error *err, const ch_model *m, ch_pos pos)
 {
-    const ch_error *e = ch_ctx_error(ctx);
-    ch_status code = e->code == CH_OK ? CH_ERR_MEMORY : e->code;
-    if (code == CH_ERR_MATH) code = CH_ERR_MODEL;
-    return ch_error_set(err, code, m->file, pos.line, pos.col, "%s",
-                        e->code == CH_OK ? "out of memory" : e->msg);
+    return ch_ctx_report(ctx, err, m->file, pos.line, pos.col, NULL, 1);
 }
 
 /* ======================================================================

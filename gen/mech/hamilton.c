@@ -80,11 +80,8 @@ static int unavailable(hwork *w, const char *fmt, ...)
  * statement every derived quantity comes from). */
 static int failed(hwork *w, ch_error *err)
 {
-    const ch_error *e = ch_ctx_error(w->ctx);
-    ch_status code = e->code == CH_OK ? CH_ERR_MEMORY : e->code;
-    return ch_error_set(err, code, w->model->file, w->model->lagrangian_pos.line,
-                        w->model->lagrangian_pos.col, "Hamiltonian form: %s",
-                        e->code == CH_OK ? "out of memory" : e->msg);
+    return ch_ctx_report(w->ctx, err, w->model->file, w->model->lagrangian_pos.line,
+                         w->model->lagrangian_pos.col, "Hamiltonian form: ", 0);
 }
 
 /* The normal form when it is cheap and not larger; a failed simplify

@@ -21,13 +21,7 @@
 
 static int ctx_failed(ch_ctx *ctx, ch_error *err, const ch_model *m, ch_pos pos)
 {
-    const ch_error *e = ch_ctx_error(ctx);
-    /* a limit or out of memory stays what it is; no error recorded is a
-     * failed allocation outside the context */
-    ch_status code = e->code == CH_ERR_LIMIT || e->code == CH_ERR_MEMORY ? e->code
-                   : e->code == CH_OK ? CH_ERR_MEMORY : CH_ERR_MODEL;
-    return ch_error_set(err, code, m->file, pos.line, pos.col, "%s",
-                        e->code == CH_OK ? "out of memory" : e->msg);
+    return ch_ctx_report(ctx, err, m->file, pos.line, pos.col, NULL, 1);
 }
 
 /* (lagrange.h) h_i needs V p_i = dp_i/dt + q_t_j dp_i/dq_j; one memoized

@@ -616,12 +616,6 @@ int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
     r.E_identity_test.verdict = CH_ZERO_UNKNOWN;
     *out = r;
     return 0;
-fail:;
-    const ch_error *e = ch_ctx_error(ctx);
-    /* a limit or out of memory stays what it is; no error recorded is a
-     * failed allocation outside the context */
-    ch_status code = e->code == CH_ERR_LIMIT || e->code == CH_ERR_MEMORY ? e->code
-                   : e->code == CH_OK ? CH_ERR_MEMORY : CH_ERR_MODEL;
-    return ch_error_set(err, code, m->file, pos.line, pos.col, "reduced form: %s",
-                        e->code ? e->msg : "out of memory");
+fail:
+    return ch_ctx_report(ctx, err, m->file, pos.line, pos.col, "reduced form: ", 1);
 }
