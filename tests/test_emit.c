@@ -725,7 +725,7 @@ static void test_reduced_numeric(void)
     acc_model("pars_affine", SRCDIR "/examples/pars_affine.nh", NULL, "triangular", NULL);
 }
 
-/* ch_reduced_kane against ch_reduced_exprs on the same values: A, f and
+/* ch_kkt_reduced_kane against ch_kkt_reduced on the same values: A, f and
  * G_d's pivots agree at generic points (the two are identities in t, q
  * and all of q', on the constraints or not). The 2-trailer's velocities
  * are derivatives of defined points (g = 0); kaneg's E = th' + cos(th) x'
@@ -775,15 +775,11 @@ static void kane_agrees(const char *name, const char *text, int want)
     const ch_expr **v = calloc(nv, sizeof *v), **o1 = calloc(no, sizeof *o1),
                   **o2 = calloc(no, sizeof *o2);
     unsigned char *nz = calloc(nv, 1);
-    size_t i = 0;
-    for (size_t j = 0; j < n * n; j++) v[i++] = L->M[j];
-    for (size_t j = 0; j < k * n; j++) v[i++] = L->G[j];
-    for (size_t j = 0; j < n; j++) v[i++] = ch_sub(ctx, L->Q[j], L->h[j]);
-    for (size_t j = 0; j < k; j++) v[i++] = ch_neg(ctx, L->c[j]);
+    CHECK_MSG(ch_kkt_values(ctx, L, v) == 0, "%s: values", name);
     for (size_t j = 0; j < nv; j++) nz[j] = !ch_is_zero(v[j]);
-    ch_redsolve in = {n, k, mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-    CHECK_MSG(ch_reduced_exprs(ctx, &in, v, o1, NULL) == 0, "%s: exprs", name);
-    CHECK_MSG(ch_reduced_kane(ctx, &in, v, &kn, o2, NULL) == 0, "%s: kane", name);
+    ch_kkt sys = {n, k, mi, d->mf.dep, d->mf.indep, nz};
+    CHECK_MSG(ch_kkt_reduced(ctx, &sys, v, o1, NULL) == 0, "%s: exprs", name);
+    CHECK_MSG(ch_kkt_reduced_kane(ctx, &sys, v, &kn, o2, NULL) == 0, "%s: kane", name);
     double *sv = calloc(ch_ctx_nsyms(ctx) + 1, sizeof *sv), worst = 0.0;
     for (int pt = 0; pt < 6; pt++) {
         ch_eval_generic_point(ctx, 91, pt, sv);
@@ -809,7 +805,7 @@ static void kane_agrees(const char *name, const char *text, int want)
     ch_ctx_free(ctx);
 }
 
-/* ch_hamilton_kane against the closed-form H* of the derivation: at
+/* ch_kkt_hamilton_kane against the closed-form H* of the derivation: at
  * generic (t, q, y), the Kane form's y*_t, with the velocities the closed
  * form gives (eta, alpha(eta)), its eta = A^-1 y, its B_dep eta and its
  * A eta agree with 002 eq. 4.17's y*_t, eta, alpha(eta) and y. */
@@ -834,11 +830,11 @@ static void hamilton_kane_agrees(const char *name, const char *text)
         v[n * n + j] = L->G[j];
         nz[n * n + j] = !ch_is_zero(L->G[j]);
     }
-    ch_redsolve in = {n, k, mi, d->mf.dep, d->mf.indep, nz, NULL, NULL};
+    ch_kkt sys = {n, k, mi, d->mf.dep, d->mf.indep, nz};
     const ch_expr *A[16];
-    CHECK_MSG(mi <= 4 && ch_hamilton_kane(ctx, &in, v, &kn, d->ham.y, o, o + mi, bd, A) == 0 &&
+    CHECK_MSG(mi <= 4 && ch_kkt_hamilton_kane(ctx, &sys, v, &kn, d->ham.y, o, o + mi, bd, A) == 0 &&
                   o[mi],
-              "%s: ch_hamilton_kane", name);
+              "%s: ch_kkt_hamilton_kane", name);
     double *sv = calloc(ch_ctx_nsyms(ctx) + 1, sizeof *sv), worst = 0.0;
     for (int pt = 0; o[mi] && pt < 6; pt++) {
         ch_eval_generic_point(ctx, 57, pt, sv);
@@ -1197,7 +1193,7 @@ static void test_dead_values(void)
             for (size_t j = 0; j <= i; j++) nz[j * n + i] = nz[i * n + j] = i == j || nz[i * n + j];
         for (size_t a = 0; a < k && RND() % 2; a++) nz[n * n + a * n + (size_t)dep[a]] = 1 + RND() % 2;
 #undef RND
-        ch_redsolve in = {n, k, m, dep, indep, nz, val, NULL};
+        ch_redsolve in = {{n, k, m, dep, indep, nz}, val, NULL};
         unsigned char read[600];
         if (ch_redsolve_reads(&in, read)) {
             CHECK_MSG(0, "trial %d: ch_redsolve_reads", trial);

@@ -153,8 +153,7 @@ static void pivot_check(emitter *e, const ch_expr *const *outs, char *const *ref
  * (the first at index val), without p's statements. */
 static ch_redsolve acc_in(const emitter *e, const ch_cse_prog *p, size_t val)
 {
-    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz,
-                      (const char *const *)p->ref + val, NULL};
+    ch_redsolve in = {ch_em_kkt(e), (const char *const *)p->ref + val, NULL};
     return in;
 }
 
@@ -261,7 +260,7 @@ static void fused_candidates(emitter *e, const ch_expr *const *dyn, const ch_exp
 static int read_values(emitter *e, const ch_expr *const **outs, const ch_expr *const **plain)
 {
     size_t nd = e->ndyn, unread = 0;
-    ch_redsolve in = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    ch_redsolve in = {ch_em_kkt(e), NULL, NULL};
     unsigned char *read = ch_ctx_alloc(e->ctx, nd + 1);
     if (!read || ch_redsolve_reads(&in, read)) {
         e->failed = 1;
@@ -434,7 +433,7 @@ static int sym_prog(emitter *e, const ch_expr ***outs, size_t nextra, ch_cse_pro
 
 /* The n_all values all (kn_dyn's, then alpha's) with the sums of G, r
  * and alpha factored (ch_factor_sums, distribute), M and b as they are:
- * what ch_reduced_kane reads. NULL when the factoring failed. */
+ * what ch_kkt_reduced_kane reads. NULL when the factoring failed. */
 static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t n_all,
                                    ch_dist distribute)
 {
@@ -452,7 +451,7 @@ static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t
 }
 
 /* kn_acc's body on the substituted path: the reduced system A v_t' = f
- * and G_d's pivots as expressions of the dynamics (ch_reduced_exprs:
+ * and G_d's pivots as expressions of the dynamics (ch_kkt_reduced:
  * the substitutions of the numeric solve done on the DAG, where the
  * factoring and the CSE see that the n-trailer's G_d and M are
  * cos(th_i - th_j) written out and turn each row into a few products of
@@ -466,7 +465,7 @@ static const ch_expr **factor_read(emitter *e, const ch_expr *const *all, size_t
  * whose operations grow as N: the numeric solve's values, G_d and M,
  * are O(N^2) numbers. Where the Lagrangian is a weighted sum of squared
  * velocities (kane.h), A and f are also built from that form
- * (ch_reduced_kane: each point's velocity per unit independent velocity
+ * (ch_kkt_reduced_kane: each point's velocity per unit independent velocity
  * once, where M B multiplies M's O(N^2) entries out; with G_d's small
  * sums multiplied out over X, 345 against 688 operations beyond alpha
  * on the 10-trailer), and only from it where M has more nonzero entries
@@ -480,7 +479,7 @@ int ch_em_subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *
     /* A, f, the k pivots of G_d, then |G_row|^2 of each pivot's row (the
      * chart's test, pivot_check) */
     size_t m = e->mi, k = e->k, nd = e->ndyn, no = m * m + m + 2 * k;
-    ch_redsolve in = {e->n, k, m, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    ch_kkt sys = ch_em_kkt(e);
     const ch_expr **o = ch_em_earr(e, no + k), **all = ch_em_earr(e, nd + k), **vdep = ch_em_vdep_syms(e);
     const ch_expr **bd = ch_em_earr(e, k * m + 1), **u = ch_em_earr(e, m);
     if (!o || !all || !vdep || !bd || !u) return -1;
@@ -536,8 +535,8 @@ int ch_em_subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *
             vals[dist] = factor_read(e, all, nin, dist);
         const ch_expr **val = vals[dist];
         int rc = !val ? 1
-                 : use_kane ? ch_reduced_kane(e->ctx, &in, val, kn, o, lin ? bd : NULL)
-                            : ch_reduced_exprs(e->ctx, &in, val, o, lin ? bd : NULL);
+                 : use_kane ? ch_kkt_reduced_kane(e->ctx, &sys, val, kn, o, lin ? bd : NULL)
+                            : ch_kkt_reduced(e->ctx, &sys, val, o, lin ? bd : NULL);
         /* the pivots' row norms (the chart's test, pivot_check) */
         for (size_t j = 0; rc == 0 && j < k; j++) o[m * m + m + k + j] = chart[k + j];
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;

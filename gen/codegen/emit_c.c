@@ -319,17 +319,23 @@ const ch_expr **ch_em_earr(emitter *e, size_t n)
     return a;
 }
 
-/* kn_dyn: M (n*n), G (k*n), b = Q - h (n), r = -c (k). */
+ch_kkt ch_em_kkt(const emitter *e)
+{
+    ch_kkt s = {e->n, e->k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz};
+    return s;
+}
+
+/* kn_dyn: the KKT system's values M (n*n), G (k*n), b = Q - h (n),
+ * r = -c (k) (ch_kkt_values). */
 static void kernel_dyn(emitter *e)
 {
-    const ch_lagrange *L = &e->d->lag;
-    size_t n = e->n, k = e->k, i = 0;
-    const ch_expr **o = ch_em_earr(e, n * n + k * n + n + k);
+    size_t n = e->n, k = e->k, i = n * n + k * n + n + k;
+    const ch_expr **o = ch_em_earr(e, i);
     if (!o) return;
-    for (size_t j = 0; j < n * n; j++) o[i++] = L->M[j];
-    for (size_t j = 0; j < k * n; j++) o[i++] = L->G[j];
-    for (size_t j = 0; j < n; j++) o[i++] = ch_sub(e->ctx, L->Q[j], L->h[j]);
-    for (size_t j = 0; j < k; j++) o[i++] = ch_neg(e->ctx, L->c[j]);
+    if (ch_kkt_values(e->ctx, &e->d->lag, o)) {
+        ch_em_emit_fail(e, CH_ERR_LIMIT, "expression limit in the KKT system");
+        return;
+    }
     e->dyn_outs = e->dyn_plain = o, e->ndyn = i;
     ch_em_kernel(e, "dyn", i, o); /* sets dyn_outs to the outputs it used */
     e->dyn_ops = e->last;
@@ -353,7 +359,7 @@ static void kernel_dyn(emitter *e)
  * side. */
 static void kernel_facc(emitter *e)
 {
-    size_t n = e->n, k = e->k, nv = e->ndyn;
+    size_t k = e->k, nv = e->ndyn;
     const ch_manifold *mf = &e->d->mf;
     if (e->failed || k == 0 || e->mi == 0 || !mf->dep || !mf->indep || !e->dyn_nz) return;
     const char **val = ch_ctx_alloc(e->ctx, nv * sizeof *val);
@@ -368,7 +374,7 @@ static void kernel_facc(emitter *e)
         snprintf(text + 24 * i, 24, "o[%zu]", i);
         val[i] = text + 24 * i;
     }
-    ch_redsolve in = {n, k, e->mi, mf->dep, mf->indep, e->dyn_nz, val, NULL};
+    ch_redsolve in = {ch_em_kkt(e), val, NULL};
     unsigned needs = 0;
     if (ch_emit_full_numeric(&in, &code, &e->facc_ops, &e->facc_tri, &needs) || code.oom) {
         e->failed = 1;
@@ -405,7 +411,7 @@ double ch_em_opcount_total(const ch_opcount *c)
  * substituted program's outputs (from index m*m + m), each text once;
  * pivots that are nonzero numbers are not tested. */
 /* The chart test's 2k values for kn_acc where G_d is triangular up to
- * permutations (ch_redsolve_pivots): its k pivots in that order (the
+ * permutations (ch_kkt_pivots): its k pivots in that order (the
  * entries of G the substitution divides by), then |G_row|^2 of each
  * pivot's row, 0 for a pivot constant along the motion (the n-trailer's
  * -d: only its zero is tested). 0, or 1 when G_d is not triangular, -1
@@ -414,10 +420,10 @@ double ch_em_opcount_total(const ch_opcount *c)
 int ch_em_chart_exprs(emitter *e, const ch_expr **o)
 {
     size_t n = e->n, k = e->k;
-    ch_redsolve in = {n, k, e->mi, e->d->mf.dep, e->d->mf.indep, e->dyn_nz, NULL, NULL};
+    ch_kkt sys = ch_em_kkt(e);
     int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
     const ch_expr **sq = ch_em_earr(e, n);
-    int rc = !prow || !pcol || !sq ? -1 : !e->dyn_nz || !ch_redsolve_pivots(&in, prow, pcol);
+    int rc = !prow || !pcol || !sq ? -1 : !e->dyn_nz || !ch_kkt_pivots(&sys, prow, pcol);
     for (size_t j = 0; rc == 0 && j < k; j++) {
         const ch_expr *const *row = e->d->lag.G + (size_t)prow[j] * n;
         const ch_expr *piv = row[e->d->mf.dep[pcol[j]]];
@@ -687,7 +693,7 @@ void ch_emit_cache_free(ch_emit_cache *c)
 }
 
 /* The hamilton form's expressions from the Lagrangian's Kane form kn
- * (ch_hamilton_kane; alpha = B_dep v_indep from its X, y* = A v_indep)
+ * (ch_kkt_hamilton_kane; alpha = B_dep v_indep from its X, y* = A v_indep)
  * where H* exists, the constraints are linear and homogeneous in the
  * velocities and G_d is triangular, else NULL. */
 const ham_kane_exprs *ch_em_ham_kane(emitter *e, const ch_kane *kn)
@@ -706,12 +712,12 @@ const ham_kane_exprs *ch_em_ham_kane(emitter *e, const ch_kane *kn)
     }
     memset(nz, 0, nv);
     for (size_t i = 0; i < nv; i++) v[i] = NULL;
-    for (size_t j = 0; j < k * n; j++) { /* ch_hamilton_kane reads G only */
+    for (size_t j = 0; j < k * n; j++) { /* ch_kkt_hamilton_kane reads G only */
         v[n * n + j] = d->lag.G[j];
         nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
     }
-    ch_redsolve in = {n, k, m, d->mf.dep, d->mf.indep, nz, NULL, NULL};
-    int rc = ch_hamilton_kane(e->ctx, &in, v, kn, d->ham.y, yt, eta, bd, A);
+    ch_kkt sys = {n, k, m, d->mf.dep, d->mf.indep, nz};
+    int rc = ch_kkt_hamilton_kane(e->ctx, &sys, v, kn, d->ham.y, yt, eta, bd, A);
     for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
     if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, alpha) ||
                     ch_mat_vec(e->ctx, m, m, A, u, ystar)))

@@ -73,6 +73,8 @@ int ch_em_alpha_linear(emitter *e);
 double ch_em_call_cost(const ch_opcount *c);
 int ch_em_chart_exprs(emitter *e, const ch_expr **o);
 const ch_expr **ch_em_earr(emitter *e, size_t n);
+/* The KKT system's shape and nonzero pattern (kn_dyn's values). */
+ch_kkt ch_em_kkt(const emitter *e);
 void ch_em_emit_fail(emitter *e, ch_status code, const char *msg);
 size_t ch_em_factor_both(emitter *e, size_t n, const ch_expr *const *in, size_t dag,
                          const ch_expr ***none, const ch_expr ***one);

@@ -65,16 +65,16 @@ static gen gen_of(const ch_redsolve *in)
 {
     gen g = {0};
     g.in = in;
-    g.n = in->n, g.k = in->k, g.m = in->m, g.w = in->m + 1;
+    g.n = in->sys.n, g.k = in->sys.k, g.m = in->sys.m, g.w = in->sys.m + 1;
     return g;
 }
 
 /* Offsets of the values (M, G, b, r) in in->val. */
-static size_t oM(const gen *g, size_t i, size_t j) { return i * g->n + j; }
-static size_t oG(const gen *g, size_t a, size_t j) { return g->n * g->n + a * g->n + j; }
-static size_t ob(const gen *g, size_t i) { return g->n * g->n + g->k * g->n + i; }
-static size_t orr(const gen *g, size_t a) { return g->n * g->n + g->k * g->n + g->n + a; }
-static int nz(const gen *g, size_t off) { return g->in->nz[off] != 0; }
+static size_t oM(const gen *g, size_t i, size_t j) { return ch_kkt_M(&g->in->sys, i, j); }
+static size_t oG(const gen *g, size_t a, size_t j) { return ch_kkt_G(&g->in->sys, a, j); }
+static size_t ob(const gen *g, size_t i) { return ch_kkt_b(&g->in->sys, i); }
+static size_t orr(const gen *g, size_t a) { return ch_kkt_r(&g->in->sys, a); }
+static int nz(const gen *g, size_t off) { return g->in->sys.nz[off] != 0; }
 static void value_read(gen *g, int kind, size_t i);
 /* The text of an input value, read by the open statement (or kept text). */
 static const char *val(gen *g, size_t off)
@@ -244,34 +244,6 @@ static void sum_end(sum *s)
     stmt_end(s->g);
 }
 
-/* Rows and columns of G_d in an order that makes it lower triangular:
- * each next row has exactly one nonzero among the columns not yet
- * solved. 0 when there is no such order. */
-static int tri_order(const gen *g, int *prow, int *pcol)
-{
-    size_t k = g->k;
-    unsigned char *rdone = calloc(k + 1, 1), *cdone = calloc(k + 1, 1);
-    int ok = rdone && cdone;
-    for (size_t j = 0; ok && j < k; j++) {
-        int found = 0;
-        for (size_t a = 0; a < k && !found; a++) {
-            if (rdone[a]) continue;
-            size_t count = 0, col = 0;
-            for (size_t nu = 0; nu < k; nu++)
-                if (!cdone[nu] && nz(g, oG(g, a, (size_t)g->in->dep[nu]))) count++, col = nu;
-            if (count == 1) {
-                prow[j] = (int)a, pcol[j] = (int)col;
-                rdone[a] = cdone[col] = 1;
-                found = 1;
-            }
-        }
-        ok = found;
-    }
-    free(rdone);
-    free(cdone);
-    return ok;
-}
-
 /* With g->row_test, "if (!(gd > ROW_TEST * gm)) return 1;" for row a
  * of G: gd is |pivot| (the triangular solve's, column piv) or, with piv
  * negative, the largest |entry| of the row's G_d part (the LU solve's),
@@ -314,12 +286,6 @@ static void chart_test(gen *g, size_t a, const char *piv)
     g->ops->add += nt ? (double)nt - 1 : 0;
 }
 
-int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol)
-{
-    gen g = gen_of(in);
-    return tri_order(&g, prow, pcol);
-}
-
 /* X = G_d^-1 [G_i | r] by substitution in the triangular order. The
  * pivots are values of the dynamics, so all of them are tested and
  * inverted first: the divisions are independent of each other and of the
@@ -337,47 +303,47 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
         return;
     }
     for (size_t j = 0; j < g->k; j++) {
-        const char *pj = in->val[oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])];
+        const char *pj = in->val[oG(g, (size_t)prow[j], (size_t)in->sys.dep[pcol[j]])];
         first[j] = j;
         for (size_t l = 0; l < j && first[j] == j; l++)
-            if (strcmp(pj, in->val[oG(g, (size_t)prow[l], (size_t)in->dep[pcol[l]])]) == 0)
+            if (strcmp(pj, in->val[oG(g, (size_t)prow[l], (size_t)in->sys.dep[pcol[l]])]) == 0)
                 first[j] = l;
     }
     /* (the row and chart tests include the zero test) */
     /* (constant pivots, nz 2, only for a zero) */
     for (size_t j = 0; j < g->k && g->chart_test; j++) {
-        size_t off = oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]]);
-        if (in->nz[off] != 2) chart_test(g, (size_t)prow[j], val(g, off));
+        size_t off = oG(g, (size_t)prow[j], (size_t)in->sys.dep[pcol[j]]);
+        if (in->sys.nz[off] != 2) chart_test(g, (size_t)prow[j], val(g, off));
     }
     int zero_test = !g->row_test, nt = 0;
     for (size_t j = 0; j < g->k && zero_test; j++)
         if (first[j] == j
-            && (!g->chart_test || in->nz[oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])] == 2)) {
+            && (!g->chart_test || in->sys.nz[oG(g, (size_t)prow[j], (size_t)in->sys.dep[pcol[j]])] == 2)) {
             if (!nt) ch_buf_put(g->b, "    if (");
             ch_buf_printf(g->b, "%s%s == 0.0", nt ? (nt % 3 ? " || " : " ||\n        ") : "",
-                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->sys.dep[pcol[j]])));
             nt++;
         }
     if (nt) ch_buf_put(g->b, ")\n        return 1;\n");
     for (size_t j = 0; j < g->k; j++)
-        row_test(g, (size_t)prow[j], in->dep[pcol[j]]);
+        row_test(g, (size_t)prow[j], in->sys.dep[pcol[j]]);
     /* (an inverse that no X entry reads, a pivot row whose X entries are
      * all 0, is swept) */
     for (size_t j = 0; j < g->k; j++)
         if (first[j] == j) {
             stmt_begin(g, V_DG, j);
             ch_buf_printf(g->b, "    const double dg%zu = 1.0 / %s;\n", j,
-                          val(g, oG(g, (size_t)prow[j], (size_t)in->dep[pcol[j]])));
+                          val(g, oG(g, (size_t)prow[j], (size_t)in->sys.dep[pcol[j]])));
             g->ops->div += 1;
             stmt_end(g);
         }
     for (size_t j = 0; j < g->k; j++) {
         size_t a = (size_t)prow[j], c = (size_t)pcol[j];
         for (size_t col = 0; col < g->w; col++) {
-            size_t rhs = col < g->m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a);
+            size_t rhs = col < g->m ? oG(g, a, (size_t)in->sys.indep[col]) : orr(g, a);
             int any = nz(g, rhs);
             for (size_t l = 0; l < j && !any; l++)
-                any = nz(g, oG(g, a, (size_t)in->dep[pcol[l]])) && g->xnz[(size_t)pcol[l] * g->w + col];
+                any = nz(g, oG(g, a, (size_t)in->sys.dep[pcol[l]])) && g->xnz[(size_t)pcol[l] * g->w + col];
             if (!any) continue;
             g->xnz[c * g->w + col] = 1;
             sum s;
@@ -386,7 +352,7 @@ static void solve_triangular(gen *g, const int *prow, const int *pcol)
             ch_buf_put(g->b, "(");
             if (nz(g, rhs)) sum_first(&s, val(g, rhs));
             for (size_t l = 0; l < j; l++) {
-                size_t cl = (size_t)pcol[l], off = oG(g, a, (size_t)in->dep[cl]);
+                size_t cl = (size_t)pcol[l], off = oG(g, a, (size_t)in->sys.dep[cl]);
                 if (nz(g, off) && g->xnz[cl * g->w + col])
                     sum_sub(&s, val(g, off), xname(g, t2, cl * g->w + col));
             }
@@ -436,9 +402,9 @@ static void solve_dense(gen *g)
     for (size_t a = 0; a < k; a++) row_test(g, a, -1);
     for (size_t a = 0; a < k; a++) {
         for (size_t nu = 0; nu < k; nu++)
-            ch_buf_printf(g->b, "    Gd[%zu] = %s;\n", a * k + nu, val(g, oG(g, a, (size_t)in->dep[nu])));
+            ch_buf_printf(g->b, "    Gd[%zu] = %s;\n", a * k + nu, val(g, oG(g, a, (size_t)in->sys.dep[nu])));
         for (size_t s = 0; s < g->m; s++)
-            ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + s, val(g, oG(g, a, (size_t)in->indep[s])));
+            ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + s, val(g, oG(g, a, (size_t)in->sys.indep[s])));
         ch_buf_printf(g->b, "    Xa[%zu] = %s;\n", a * g->w + g->m, val(g, orr(g, a)));
     }
     ch_buf_printf(g->b, "    if (la_solve(%zu, %zu, Gd, Xa, 0, ws, piv)) return 1;\n", k, g->w);
@@ -457,10 +423,10 @@ static void products(gen *g)
     name t1, t2;
     for (size_t i = 0; i < g->n; i++)
         for (size_t col = 0; col < g->m; col++) {
-            size_t first = oM(g, i, (size_t)in->indep[col]);
+            size_t first = oM(g, i, (size_t)in->sys.indep[col]);
             int any = nz(g, first);
             for (size_t nu = 0; nu < g->k && !any; nu++)
-                any = nz(g, oM(g, i, (size_t)in->dep[nu])) && g->xnz[nu * g->w + col];
+                any = nz(g, oM(g, i, (size_t)in->sys.dep[nu])) && g->xnz[nu * g->w + col];
             if (!any) continue;
             g->mbnz[i * g->m + col] = 1;
             sum s;
@@ -468,7 +434,7 @@ static void products(gen *g)
             sum_start(&s, g, V_MB, i * g->m + col, t1);
             if (nz(g, first)) sum_first(&s, val(g, first));
             for (size_t nu = 0; nu < g->k; nu++) {
-                size_t off = oM(g, i, (size_t)in->dep[nu]);
+                size_t off = oM(g, i, (size_t)in->sys.dep[nu]);
                 if (nz(g, off) && g->xnz[nu * g->w + col])
                     sum_sub(&s, val(g, off), xname(g, t2, nu * g->w + col));
             }
@@ -488,7 +454,7 @@ static void reduce(gen *g)
     for (size_t r = 0; r < m; r++)
         for (size_t col = 0; col <= m; col++) {
             if (col < m && col > r) continue;
-            size_t ir = (size_t)in->indep[r];
+            size_t ir = (size_t)in->sys.indep[r];
             sum s;
             if (col < m) snprintf(t1, sizeof t1, "const double A%zu", r * m + col);
             else snprintf(t1, sizeof t1, "vt[%zu]", r);
@@ -496,7 +462,7 @@ static void reduce(gen *g)
             if (col < m && g->mbnz[ir * m + col]) sum_first(&s, vname(g, t2, V_MB, ir * m + col));
             if (col == m && nz(g, ob(g, ir))) sum_first(&s, val(g, ob(g, ir)));
             for (size_t nu = 0; nu < g->k; nu++) {
-                size_t id = (size_t)in->dep[nu];
+                size_t id = (size_t)in->sys.dep[nu];
                 if (!g->xnz[nu * g->w + r]) continue;
                 /* (named, and so read, only where a term uses it) */
                 if (col < m && g->mbnz[id * m + col])
@@ -505,7 +471,7 @@ static void reduce(gen *g)
                     sum_sub(&s, xname(g, t3, nu * g->w + r), val(g, ob(g, id)));
             }
             for (size_t nu = 0; col == m && nu < g->k; nu++) {
-                size_t id = (size_t)in->dep[nu];
+                size_t id = (size_t)in->sys.dep[nu];
                 if (g->mbnz[id * m + r] && g->xnz[nu * g->w + m])
                     sum_sub(&s, vname(g, t2, V_MB, id * m + r), xname(g, t3, nu * g->w + m));
             }
@@ -592,8 +558,8 @@ static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *
     int *prow = calloc(g->k + 1, sizeof *prow), *pcol = calloc(g->k + 1, sizeof *pcol);
     int rc = -1;
     if (g->live && g->xnz && g->mbnz && g->anz && g->is_dep && prow && pcol) {
-        for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->dep[nu]] = 1;
-        *triangular = tri_order(g, prow, pcol);
+        for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->sys.dep[nu]] = 1;
+        *triangular = ch_kkt_pivots(&in->sys, prow, pcol);
         if (*triangular) solve_triangular(g, prow, pcol);
         else solve_dense(g);
         products(g);
@@ -694,7 +660,7 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
 
 int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read)
 {
-    size_t nv = in->n * in->n + in->k * in->n + in->n + in->k;
+    size_t nv = in->sys.n * in->sys.n + in->sys.k * in->sys.n + in->sys.n + in->sys.k;
     const char **val = calloc(nv + 1, sizeof *val);
     char *text = calloc(nv + 1, 24);
     ch_buf code;
@@ -744,11 +710,11 @@ int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
             ch_la_solve_ops(g.m, 1, ops);
         }
         for (size_t r = 0; r < g.m; r++)
-            ch_buf_printf(&body, "    acc[%d] = vt[%zu];\n", in->indep[r], r);
+            ch_buf_printf(&body, "    acc[%d] = vt[%zu];\n", in->sys.indep[r], r);
         /* qtt_dep = X_r - X_i vt */
         for (size_t nu = 0; nu < g.k; nu++) {
             sum s;
-            snprintf(t1, sizeof t1, "acc[%d]", in->dep[nu]);
+            snprintf(t1, sizeof t1, "acc[%d]", in->sys.dep[nu]);
             sum_start(&s, &g, -1, 0, t1);
             if (g.xnz[nu * g.w + g.m]) sum_first(&s, xname(&g, t2, nu * g.w + g.m));
             for (size_t r = 0; r < g.m; r++)
@@ -877,302 +843,4 @@ void ch_emit_spd_solve(ch_buf *b, size_t m, const char *a_fmt, const char *f_fmt
             }
     ch_buf_put(b, "    }\n");
     free(lnz);
-}
-
-/* ---- the reduced system as expressions ---------------------------------- */
-
-/* Appends -a*b to t (at *nt), skipping zero factors (NULL is zero). */
-static void term_sub(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
-                     const ch_expr *b)
-{
-    if (a && b && !ch_is_zero(a) && !ch_is_zero(b)) t[(*nt)++] = ch_neg(ctx, ch_mul(ctx, a, b));
-}
-
-static const ch_expr *nonzero(const ch_expr *e) { return e && ch_is_zero(e) ? NULL : e; }
-
-/* term_sub with a's small sum (a itself, or the one among a product's
- * factors: at most CH_FACTOR_DIST_MAX terms) multiplied out over b: G_d's
- * -d (sin th_i sin th_j + cos th_i cos th_j) times X_j becomes two terms
- * with th_i's sine and cosine as factors, which factoring then takes
- * out of the row (X_1 = sin th_1 - tan th_0 cos th_1 is a small sum too:
- * left to ch_factor_sums, the product of the two stayed, four more
- * operations an axle). */
-static void term_sub_dist(ch_ctx *ctx, const ch_expr **t, size_t *nt, const ch_expr *a,
-                          const ch_expr *b)
-{
-    if (!a || !b || ch_is_zero(a) || ch_is_zero(b)) return;
-    const ch_expr *sum = NULL, *rest = ch_one(ctx);
-    if (a->kind == CH_ADD) {
-        sum = a;
-    } else if (a->kind == CH_MUL) {
-        for (uint32_t j = 0; j < a->n; j++) {
-            const ch_expr *y = a->pair[j].e;
-            if (!sum && y->kind == CH_ADD && fmpq_is_one(a->pair[j].c))
-                sum = y;
-            else
-                rest = ch_mul(ctx, rest, ch_pow_q(ctx, y, a->pair[j].c));
-        }
-        rest = ch_scale(ctx, a->num, rest);
-    }
-    if (!sum || !rest || !fmpq_is_zero(sum->num) || sum->n > CH_FACTOR_DIST_MAX) {
-        term_sub(ctx, t, nt, a, b);
-        return;
-    }
-    const ch_expr *rb = ch_mul(ctx, rest, b), **p = calloc(sum->n, sizeof *p);
-    if (!p) { /* out of memory: the same value undistributed */
-        term_sub(ctx, t, nt, a, b);
-        return;
-    }
-    for (uint32_t j = 0; j < sum->n; j++)
-        p[j] = ch_scale(ctx, sum->pair[j].c, ch_mul(ctx, sum->pair[j].e, rb));
-    t[(*nt)++] = ch_neg(ctx, ch_add_n(ctx, sum->n, p));
-    free(p);
-}
-
-/* X = G_d^-1 [G_i | r] by substitution in tri_order's order, X[c * w +
- * col] for dependent velocity c, G_d's pivots into piv_out (in that
- * order), B's dependent rows -X_i into bd when not NULL; t: scratch of
- * 2 (n + k) + 2 entries. Returns 0, 1 when G_d is not triangular, -1
- * out of memory. */
-static int solve_x(ch_ctx *ctx, const gen *g, const ch_expr *const *v, const ch_expr **X,
-                   const ch_expr **t, const ch_expr **piv_out, const ch_expr **bd, int distribute)
-{
-    const ch_redsolve *in = g->in;
-    size_t k = g->k, m = g->m, w = g->w;
-    int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
-    int rc = !prow || !pcol ? -1 : !tri_order(g, prow, pcol);
-    for (size_t j = 0; rc == 0 && j < k; j++) {
-        size_t a = (size_t)prow[j], c = (size_t)pcol[j];
-        const ch_expr *piv = v[oG(g, a, (size_t)in->dep[c])];
-        const ch_expr *inv = ch_pow_si(ctx, piv, -1);
-        piv_out[j] = piv;
-        for (size_t col = 0; col < w; col++) {
-            size_t nt = 0;
-            const ch_expr *rhs = nonzero(v[col < m ? oG(g, a, (size_t)in->indep[col]) : orr(g, a)]);
-            if (rhs) t[nt++] = rhs;
-            for (size_t l = 0; l < j; l++) {
-                size_t cl = (size_t)pcol[l];
-                (distribute ? term_sub_dist : term_sub)(ctx, t, &nt, v[oG(g, a, (size_t)in->dep[cl])],
-                                                        X[cl * w + col]);
-            }
-            X[c * w + col] = nt ? nonzero(ch_mul(ctx, ch_add_n(ctx, nt, t), inv)) : NULL;
-        }
-    }
-    for (size_t nu = 0; rc == 0 && bd && nu < k; nu++)
-        for (size_t col = 0; col < m; col++)
-            bd[nu * m + col] = X[nu * w + col] ? ch_neg(ctx, X[nu * w + col]) : ch_zero(ctx);
-    free(prow), free(pcol);
-    return rc;
-}
-
-int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_expr **out, const ch_expr **bd)
-{
-    gen g = gen_of(in);
-    size_t n = g.n, k = g.k, m = g.m, w = g.w;
-    const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
-    const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
-    int rc = -1;
-    if (!X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
-    /* (a constructor's NULL after a limit would read as zero below: the
-     * context's error decides at the end) */
-    if ((rc = solve_x(ctx, &g, v, X, t, out + m * m + m, bd, 0))) goto done;
-    /* MB = M B */
-    for (size_t i = 0; i < n; i++)
-        for (size_t col = 0; col < m; col++) {
-            size_t nt = 0;
-            const ch_expr *first = nonzero(v[oM(&g, i, (size_t)in->indep[col])]);
-            if (first) t[nt++] = first;
-            for (size_t nu = 0; nu < k; nu++)
-                term_sub(ctx, t, &nt, v[oM(&g, i, (size_t)in->dep[nu])], X[nu * w + col]);
-            MB[i * m + col] = nt ? nonzero(ch_add_n(ctx, nt, t)) : NULL;
-        }
-    /* A = B^T MB and f = B^T (b - M w), as in reduce() */
-    for (size_t r = 0; r < m; r++)
-        for (size_t col = 0; col <= m; col++) {
-            size_t ir = (size_t)in->indep[r], nt = 0;
-            const ch_expr *first = col < m ? MB[ir * m + col] : nonzero(v[ob(&g, ir)]);
-            if (first) t[nt++] = first;
-            for (size_t nu = 0; nu < k; nu++) {
-                size_t id = (size_t)in->dep[nu];
-                term_sub(ctx, t, &nt, X[nu * w + r], col < m ? MB[id * m + col] : v[ob(&g, id)]);
-                if (col == m) term_sub(ctx, t, &nt, MB[id * m + r], X[nu * w + m]);
-            }
-            const ch_expr *s = ch_add_n(ctx, nt, t);
-            if (col < m) out[r * m + col] = out[col * m + r] = s;
-            else out[m * m + r] = s;
-        }
-    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
-    for (size_t i = 0; i < m * m + m + k; i++)
-        if (!out[i]) rc = -1;
-done:
-    free(X), free(MB), free(t);
-    return rc;
-}
-
-/* sum_nu X[nu][col] * y[dep nu] with the sign s, appended to t (y indexed
- * by coordinate, NULL entries zero). */
-static void x_dot(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t col,
-                  const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
-{
-    for (size_t nu = 0; nu < g->k; nu++) {
-        const ch_expr *x = X[nu * g->w + col], *yy = y[g->in->dep[nu]];
-        if (!x || !yy || ch_is_zero(yy)) continue;
-        const ch_expr *p = ch_mul(ctx, x, yy);
-        t[(*nt)++] = s < 0 ? ch_neg(ctx, p) : p;
-    }
-}
-
-/* Appends the terms of s (B^T y)_r = s (y_indep_r - sum_nu X_nu,r y_dep_nu)
- * to t (at *nt; zero ones left out), s = +-1. */
-static void bt_push(ch_ctx *ctx, const gen *g, const ch_expr *const *X, size_t r,
-                    const ch_expr *const *y, int s, const ch_expr **t, size_t *nt)
-{
-    const ch_expr *yi = y[g->in->indep[r]];
-    if (!ch_is_zero(yi)) t[(*nt)++] = s < 0 ? ch_neg(ctx, yi) : yi;
-    x_dot(ctx, g, X, r, y, -s, t, nt);
-}
-
-/* P_b = B^T a_b (m entries, NULL where zero): term b's velocity per unit
- * independent velocity. */
-static void kane_p(ch_ctx *ctx, const gen *g, const ch_expr *const *X, const ch_expr *const *a,
-                   const ch_expr **t, const ch_expr **P)
-{
-    for (size_t r = 0; r < g->m; r++) {
-        size_t nt = 0;
-        bt_push(ctx, g, X, r, a, 1, t, &nt);
-        P[r] = nonzero(ch_add_n(ctx, nt, t));
-    }
-}
-
-/* A = sum_b mu_b P_b P_b^T (m x m, symmetric) into out. */
-static void kane_a(ch_ctx *ctx, size_t m, const ch_kane *kn, const ch_expr *const *P,
-                   const ch_expr **t, const ch_expr **out)
-{
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = r; c < m; c++) {
-            size_t nt = 0;
-            for (size_t b = 0; b < kn->nb; b++)
-                if (P[b * m + r] && P[b * m + c])
-                    t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, P[b * m + r], P[b * m + c]));
-            out[r * m + c] = out[c * m + r] = ch_add_n(ctx, nt, t);
-        }
-}
-
-/* What both Kane builders start from: X = G_d^-1 [G_i | r] (solve_x), a
- * scratch t large enough for every sum they form, and room for the
- * terms' P_b (m each). */
-typedef struct {
-    gen g;
-    const ch_expr **X, **t, **P;
-} kane_base;
-
-/* 0, 1 when G_d is not triangular, -1 (out of memory, a failed context,
- * kn not of in's size); G_d's pivots into piv_out. kane_base_free in
- * every case. */
-static int kane_base_init(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                          const ch_kane *kn, const ch_expr **piv_out, const ch_expr **bd,
-                          kane_base *kb)
-{
-    kb->g = gen_of(in);
-    size_t n = kb->g.n, k = kb->g.k, nb = kn->nb;
-    kb->X = calloc(k * kb->g.w + 1, sizeof *kb->X);
-    kb->t = calloc(2 * (n + k + nb) + 2, sizeof *kb->t);
-    kb->P = calloc(nb * kb->g.m + 1, sizeof *kb->P);
-    if (!kb->X || !kb->t || !kb->P || ch_ctx_exhausted(ctx) || kn->n != n) return -1;
-    return solve_x(ctx, &kb->g, v, kb->X, kb->t, piv_out, bd, 1);
-}
-
-static void kane_base_free(kane_base *kb)
-{
-    free(kb->X), free(kb->t), free(kb->P);
-}
-
-int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta, const ch_expr **bd, const ch_expr **A)
-{
-    kane_base kb = {0};
-    const ch_expr **piv = calloc(in->k + 1, sizeof *piv);
-    int rc = piv ? kane_base_init(ctx, in, v, kn, piv, bd, &kb) : -1;
-    if (rc) goto done;
-    gen g = kb.g;
-    size_t n = g.n, m = g.m, nb = kn->nb;
-    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
-    for (size_t b = 0; b < nb; b++) kane_p(ctx, &g, X, kn->a + b * n, t, P + b * m);
-    for (size_t r = 0; r < m; r++) {
-        /* (B^T F)_r, then per term mu_b E_b (dP_b/dt - B^T g_b)_r; B^T g_b
-         * in a sum of its own behind the terms taken so far */
-        size_t nt = 0;
-        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
-        for (size_t b = 0; b < nb; b++) {
-            size_t n0 = nt;
-            if (P[b * m + r]) t[nt++] = ch_diff_t(ctx, P[b * m + r]);
-            bt_push(ctx, &g, X, r, kn->g + b * n, -1, t, &nt);
-            const ch_expr *inner = nt > n0 ? nonzero(ch_add_n(ctx, nt - n0, t + n0)) : NULL;
-            nt = n0;
-            if (inner) t[nt++] = ch_mul(ctx, kn->mu[b], ch_mul(ctx, kn->E[b], inner));
-        }
-        yt[r] = ch_add_n(ctx, nt, t);
-    }
-    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
-    for (size_t r = 0; r < m; r++)
-        if (!yt[r]) rc = -1;
-    /* eta = A^-1 y: y* = A v, as the constraints and the E_b are
-     * homogeneous in the velocities; A = sum_b mu_b P_b P_b^T as in
-     * ch_reduced_kane */
-    if (rc == 0) kane_a(ctx, m, kn, P, t, A);
-    if (rc || ch_mat_solve(ctx, m, A, 1, y, eta)) {
-        ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
-        eta[0] = NULL;
-    }
-done:
-    kane_base_free(&kb);
-    free(piv);
-    return rc;
-}
-
-int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                    const ch_kane *kn, const ch_expr **out, const ch_expr **bd)
-{
-    kane_base kb = {0};
-    /* per term: a . w + V(E) */
-    const ch_expr **acc = calloc(kn->nb + 1, sizeof *acc);
-    int rc = acc ? kane_base_init(ctx, in, v, kn, out + in->m * in->m + in->m, bd, &kb) : -1;
-    if (rc) goto done;
-    gen g = kb.g;
-    size_t n = g.n, k = g.k, m = g.m, nb = kn->nb;
-    const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
-    for (size_t b = 0; b < nb; b++) {
-        const ch_expr *const *a = kn->a + b * n;
-        kane_p(ctx, &g, X, a, t, P + b * m);
-        size_t nt = 0;
-        if (!ch_is_zero(kn->acc[b])) t[nt++] = kn->acc[b];
-        x_dot(ctx, &g, X, m, a, 1, t, &nt);
-        acc[b] = nonzero(ch_add_n(ctx, nt, t));
-    }
-    kane_a(ctx, m, kn, P, t, out);
-    /* f = B^T F - sum_b mu_b (P_b (V(E_b) + a_b . w) + E_b B^T g_b) */
-    for (size_t r = 0; r < m; r++) {
-        size_t nt = 0;
-        bt_push(ctx, &g, X, r, kn->F, 1, t, &nt);
-        for (size_t b = 0; b < nb; b++) {
-            size_t n0 = nt; /* B^T g_b, into a sum of its own */
-            bt_push(ctx, &g, X, r, kn->g + b * n, 1, t, &nt);
-            const ch_expr *bg = nt > n0 ? ch_add_n(ctx, nt - n0, t + n0) : NULL;
-            nt = n0;
-            const ch_expr *pa = P[b * m + r] && acc[b] ? ch_mul(ctx, P[b * m + r], acc[b]) : NULL;
-            const ch_expr *eg = bg && !ch_is_zero(bg) ? ch_mul(ctx, kn->E[b], bg) : NULL;
-            const ch_expr *both = pa && eg ? ch_add(ctx, pa, eg) : pa ? pa : eg;
-            if (both) t[nt++] = ch_neg(ctx, ch_mul(ctx, kn->mu[b], both));
-        }
-        out[m * m + r] = ch_add_n(ctx, nt, t);
-    }
-    rc = ch_ctx_exhausted(ctx) ? -1 : 0;
-    for (size_t i = 0; i < m * m + m + k; i++)
-        if (!out[i]) rc = -1;
-done:
-    kane_base_free(&kb);
-    free(acc);
-    return rc;
 }

@@ -1,23 +1,19 @@
-/* emit_red.h — the reduced right side by small numeric solves (THEORY §4
- * written with the full form's data).
+/* emit_red.h — the null-space reduction of the KKT system (mech/kkt.h)
+ * lowered to numbers: the reduced right side kn_acc and the full form's
+ * accelerations kn_facc by small numeric solves on the system's values.
  *
- * With G = d phi by dq' (k x n) split into dependent and independent
- * columns G_d, G_i and r = -c the velocity-free part of the differentiated
- * constraints (G qtt = r), X = G_d^-1 [G_i | r] gives
- * qtt = B v_t + w with B = [I; -X_i] and w = [0; X_r], and the reduced
- * equations are (B^T M B) v_t = B^T (b - M w) with b = Q - h (Chetaev:
- * the reactions lie in the range of G^T and G B = 0). The generated
- * function evaluates M, G, b, r (the full form's values) with the
- * caller's straight-line program in its own body, so the compiler sees one
- * function and the values stay in registers or on the stack, and does the
- * rest as straight-line code on named scalars that skips the entries
- * known to be zero symbolically and declares no scalar that nothing reads
- * (dead values are swept: an unused variable fails -Werror). When G_d is triangular up to a
- * permutation of rows and columns (found by repeatedly taking a row with
- * one unsolved unknown, e.g. the n-trailer) X comes from substitution,
- * its pivots inverted up front; otherwise from la_solve (LU). B^T M B is
- * m x m, solved by ch_emit_small_solve. ch_reduced_exprs does the same
- * substitutions on the expressions instead, for the CSE to simplify. */
+ * The generated function evaluates M, G, b, r with the caller's
+ * straight-line program in its own body, so the compiler sees one
+ * function and the values stay in registers or on the stack, and does
+ * X = G_d^-1 [G_i | r], M B, A = B^T M B and f = B^T (b - M w) as
+ * straight-line code on named scalars that skips the entries known to be
+ * zero symbolically and declares no scalar that nothing reads (dead
+ * values are swept: an unused variable fails -Werror). When G_d is
+ * triangular up to a permutation of rows and columns (ch_kkt_pivots,
+ * e.g. the n-trailer) X comes from substitution, its pivots inverted up
+ * front; otherwise from la_solve (LU). A is m x m, solved by
+ * ch_emit_small_solve. ch_kkt_reduced builds the same reduction as
+ * expressions instead, for the CSE to simplify. */
 #ifndef CH_EMIT_RED_H
 #define CH_EMIT_RED_H
 
@@ -25,18 +21,12 @@
 #include "codegen/cse.h"
 #include "codegen/tuning.h"
 #include "core/expr.h"
-#include "mech/kane.h"
+#include "mech/kkt.h"
 
 typedef struct {
-    size_t n, k, m;
-    const int *dep;            /* k dependent coordinates (indices into n) */
-    const int *indep;          /* m independent coordinates */
-    /* Nonzero pattern of the values, n*n + k*n + n + k flags in the order
-     * M, G, b, r; 2 for an entry of G that is constant along the motion
-     * (free of t, q and q': a pivot that needs no chart test). */
-    const unsigned char *nz;
+    ch_kkt sys;                /* the system's shape, split and nonzero pattern */
     /* The C text of each value (an atomic expression: a temporary of
-     * body, a symbol, a number), in the same order. */
+     * body, a symbol, a number), in ch_kkt_values' order. */
     const char *const *val;
     /* The statements that compute the values (ch_cse_prog's body; may
      * also write the dependent velocities into v), or NULL. */
@@ -76,12 +66,6 @@ int ch_emit_reduced_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops
  * variable). Every pivot of G_d is read. 0, or -1 out of memory. */
 int ch_redsolve_reads(const ch_redsolve *in, unsigned char *read);
 
-/* The pivots ch_reduced_exprs, ch_reduced_kane and the triangular solve
- * take, in their order: the j-th in row prow[j] of G and dependent
- * column pcol[j] (k entries each); 0 when G_d is not triangular up to
- * permutations. */
-int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol);
-
 /* The same solve for all n accelerations (the full form's right side,
  * every form's multipliers): appends `static int kn_facc(o, acc)`,
  * qtt = B vt + w from in's values (texts reading the array o: those
@@ -93,52 +77,6 @@ int ch_redsolve_pivots(const ch_redsolve *in, int *prow, int *pcol);
  * uses them; the rest as ch_emit_reduced_numeric. */
 int ch_emit_full_numeric(const ch_redsolve *in, ch_buf *code, ch_opcount *ops,
                          int *triangular, unsigned *needs);
-
-/* The reduced system of ch_emit_reduced_numeric as expressions of the
- * values v (n*n + k*n + n + k, in the order of in->val; in->nz their
- * nonzero pattern) when G_d is triangular up to permutations: X, M B,
- * B^T M B and B^T (b - M w) built by the same substitutions, as DAG
- * nodes (each X entry is one node however often used), so that the
- * CSE and ch_factor_sums see the structure the numeric solve hides
- * (G_d's and M's entries of the n-trailer are cos(th_i - th_j) written
- * out: each row's sums become prefix sums). out receives m*m entries of
- * A (row-major, symmetric), m of f, then the k pivots of G_d (zero
- * where G_d is singular); bd, when not NULL, the k*m entries of B's
- * dependent rows -G_d^-1 G_i (row nu: dependent velocity nu). Returns 0,
- * 1 when G_d is not triangular, or -1 (a node limit, out of memory). */
-int ch_reduced_exprs(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_expr **out, const ch_expr **bd);
-
-/* ch_reduced_exprs with A and f from the Lagrangian's Kane form (kane.h)
- * instead of M and b: A = sum_k mu_k P_k P_k^T and f = B^T F -
- * sum_k mu_k (P_k (V(E_k) + a_k . w) + E_k B^T g_k), P_k = B^T a_k. On the
- * n-trailer every P_k (a point's velocity per unit independent velocity)
- * is the one before it plus a term, where M's entries are cos(th_i -
- * th_j) times row weights. G_d's part and the outputs are as there; v
- * is read for G and r only. Same returns. */
-int ch_reduced_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                    const ch_kane *kn, const ch_expr **out, const ch_expr **bd);
-
-/* The Poincare-Hamilton right side y*_t = d/dt y*(t, q, q'_r) from the
- * same Kane form, for constraints linear in the velocities (G free of
- * them, so B depends on t and q only): with y*_r = sum_b mu_b E_b P_b^r
- * and A v_t = f (ch_reduced_kane),
- *   yt_r = (B^T F)_r + sum_b mu_b E_b (dP_b^r/dt - (B^T g_b)_r),
- * the accelerations cancel. The E_b and dP_b/dt read all n velocities
- * (the dependent ones as the constraints give them). On the n-trailer
- * every P_b and its time derivative are the previous one plus a term, so
- * the CSE's partial sums make yt O(N) where the closed-form H*'s
- * p*_nu B^nu_r sums are O(N^2). The constraints being homogeneous
- * (Chetaev's sigma = 1), y* = A v with A = sum_b mu_b P_b P_b^T, and eta
- * (m entries) gets the independent velocities A^-1 y of the momentum
- * symbols y, or eta[0] = NULL where that solve fails; bd the k*m
- * entries of B's dependent rows, as ch_reduced_kane's (alpha = bd times
- * the independent velocities), and A its m*m entries. v is read for G
- * only. Returns 0 with m entries in yt, 1 when G_d is not triangular, -1
- * (a node limit, out of memory). */
-int ch_hamilton_kane(ch_ctx *ctx, const ch_redsolve *in, const ch_expr *const *v,
-                     const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
-                     const ch_expr **eta, const ch_expr **bd, const ch_expr **A);
 
 /* Appends the solve of the symmetric m x m system A x = f whose lower
  * triangle is in the scalars A<i*m+j> (j <= i, declared by the caller)

@@ -329,7 +329,7 @@ static size_t pythagoras(term *t, size_t nt)
  * (also for x not a product). With two small sums or more: none
  * (CH_DIST_ONE), or the oldest node (CH_DIST_OLDEST): in a product of a
  * coefficient of the dynamics and a value built from it later, such as
- * G_d's cos(th_i - th_j) times an unknown X_j of ch_reduced_exprs, it is
+ * G_d's cos(th_i - th_j) times an unknown X_j of ch_kkt_reduced, it is
  * the coefficient that holds the row's factors. */
 static size_t dist_at(const fz *z, const ch_expr *x)
 {

@@ -8,7 +8,7 @@
  * with V = d/dt + q'_j d/dq_j the drift field (V(E_k) = (d a_k/dt) . q'),
  * g_kj = V(a_kj) - dE_k/dq_j (zero where E_k is the derivative of a
  * function of t and q) and F = Q + dL0/dq. The reduced equations need
- * only the projections a_k . B of each term (ch_reduced_kane): one
+ * only the projections a_k . B of each term (ch_kkt_reduced_kane): one
  * product a term where M B is a product of n x n and n x m matrices. */
 #ifndef CH_KANE_H
 #define CH_KANE_H

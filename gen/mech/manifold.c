@@ -27,6 +27,7 @@
 
 #include "core/matrix.h"
 #include "core/subst.h"
+#include "mech/kkt.h"
 
 #define RANK_POINTS 6
 /* Generic points tried when choosing the dependent velocities. */
@@ -938,50 +939,31 @@ static int solve_prefix(dsolver *s, dsolver *p, flint_rand_t rnd,
  * sampling: accelerations and multipliers
  * ====================================================================== */
 
-/* Evaluates M, Q, h, G and c with one shared cache into the KKT system
- * A = [M -G^T; G 0], B = [Q - h; -c]; nonzero when one is undefined. */
+/* Evaluates the KKT system's values (ch_kkt_values) with one shared
+ * cache into A = [M -G^T; G 0], B = [b; r]; nonzero when one is
+ * undefined. */
 static int kkt_fill(const ch_manifold *mf, arb_mat_t A, arb_mat_t B,
                     arb_struct *sv, slong wp)
 {
-    const ch_lagrange *L = mf->lag;
-    size_t n = mf->n, k = mf->k, cnt = n * n + 2 * n + k * n + k, w = 0;
+    size_t n = mf->n, k = mf->k, cnt = n * n + k * n + n + k, w = 0;
     const ch_expr **e = malloc(cnt * sizeof *e);
     arb_ptr *dst = malloc(cnt * sizeof *dst);
-    arb_ptr h = _arb_vec_init((slong)n);
     int rc = -1;
-    if (!e || !dst) goto out;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < n; j++) {
-            e[w] = L->M[i * n + j];
-            dst[w++] = arb_mat_entry(A, (slong)i, (slong)j);
-        }
-        e[w] = L->Q[i];
-        dst[w++] = arb_mat_entry(B, (slong)i, 0);
-        e[w] = L->h[i];
-        dst[w++] = h + i;
-    }
-    for (size_t a = 0; a < k; a++) {
-        for (size_t i = 0; i < n; i++) {
-            e[w] = L->G[a * n + i];
-            dst[w++] = arb_mat_entry(A, (slong)(n + a), (slong)i);
-        }
-        e[w] = L->c[a];
-        dst[w++] = arb_mat_entry(B, (slong)(n + a), 0);
-    }
-    if (ch_eval_arb_many(mf->ctx, cnt, e, dst, sv, wp)) goto out;
+    if (!e || !dst || ch_kkt_values(mf->ctx, mf->lag, e)) goto out;
     for (size_t i = 0; i < n; i++)
-        arb_sub(arb_mat_entry(B, (slong)i, 0), arb_mat_entry(B, (slong)i, 0), h + i, wp);
-    for (size_t a = 0; a < k; a++) {
+        for (size_t j = 0; j < n; j++) dst[w++] = arb_mat_entry(A, (slong)i, (slong)j);
+    for (size_t a = 0; a < k; a++)
+        for (size_t i = 0; i < n; i++) dst[w++] = arb_mat_entry(A, (slong)(n + a), (slong)i);
+    for (size_t i = 0; i < n + k; i++) dst[w++] = arb_mat_entry(B, (slong)i, 0);
+    if (ch_eval_arb_many(mf->ctx, cnt, e, dst, sv, wp)) goto out;
+    for (size_t a = 0; a < k; a++)
         for (size_t i = 0; i < n; i++)
             arb_neg(arb_mat_entry(A, (slong)i, (slong)(n + a)),
                     arb_mat_entry(A, (slong)(n + a), (slong)i));
-        arb_neg(arb_mat_entry(B, (slong)(n + a), 0), arb_mat_entry(B, (slong)(n + a), 0));
-    }
     rc = 0;
 out:
     free(e);
     free(dst);
-    _arb_vec_clear(h, (slong)n);
     return rc;
 }
 
