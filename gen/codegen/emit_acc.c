@@ -540,6 +540,11 @@ int ch_em_subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *
         /* the pivots' row norms (the chart's test, pivot_check) */
         for (size_t j = 0; rc == 0 && j < k; j++) o[m * m + m + k + j] = chart[k + j];
         if (rc == 0 && lin && ch_mat_vec(e->ctx, k, m, bd, u, o + no)) rc = -1;
+        if (rc < 0 && ch_ctx_error(e->ctx)->code == CH_ERR_MEMORY) {
+            ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
+            if (have) ch_cse_prog_free(prog);
+            return -1;
+        }
         if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: no such candidate */
         if (rc == 1 && !built) return 1; /* G_d is not triangular */
         built = 1;

@@ -423,7 +423,8 @@ int ch_em_chart_exprs(emitter *e, const ch_expr **o)
     ch_kkt sys = ch_em_kkt(e);
     int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
     const ch_expr **sq = ch_em_earr(e, n);
-    int rc = !prow || !pcol || !sq ? -1 : !e->dyn_nz || !ch_kkt_pivots(&sys, prow, pcol);
+    int tri = !prow || !pcol || !sq ? -1 : !e->dyn_nz ? 0 : ch_kkt_pivots(&sys, prow, pcol);
+    int rc = tri < 0 ? -1 : !tri;
     for (size_t j = 0; rc == 0 && j < k; j++) {
         const ch_expr *const *row = e->d->lag.G + (size_t)prow[j] * n;
         const ch_expr *piv = row[e->d->mf.dep[pcol[j]]];
@@ -671,7 +672,7 @@ struct ch_emit_cache {
     ch_cse_cache *cse;
     int kane_done;                  /* kane_pre() was called */
     const ch_kane *kane;            /* and set these */
-    const ham_kane_exprs *ham_kane;
+    const ch_kkt_ham *ham_kane;
     const ch_expr *en_kane;
 };
 
@@ -690,44 +691,6 @@ void ch_emit_cache_free(ch_emit_cache *c)
     if (!c) return;
     ch_cse_cache_free(c->cse);
     free(c);
-}
-
-/* The hamilton form's expressions from the Lagrangian's Kane form kn
- * (ch_kkt_hamilton_kane; alpha = B_dep v_indep from its X, y* = A v_indep)
- * where H* exists, the constraints are linear and homogeneous in the
- * velocities and G_d is triangular, else NULL. */
-const ham_kane_exprs *ch_em_ham_kane(emitter *e, const ch_kane *kn)
-{
-    const ch_mechanics *d = e->d;
-    size_t n = e->n, k = e->k, m = e->mi, nv = n * n + k * n + n + k;
-    if (!d->ham.exists || k == 0 || !ch_em_alpha_linear(e)) return NULL;
-    ham_kane_exprs *h = ch_ctx_alloc(e->ctx, sizeof *h);
-    const ch_expr **yt = ch_em_earr(e, m), **eta = ch_em_earr(e, m), **alpha = ch_em_earr(e, k);
-    const ch_expr **ystar = ch_em_earr(e, m), **v = ch_em_earr(e, nv), **bd = ch_em_earr(e, k * m);
-    const ch_expr **u = ch_em_earr(e, m), **A = ch_em_earr(e, m * m);
-    unsigned char *nz = ch_ctx_alloc(e->ctx, nv);
-    if (!h || !yt || !eta || !alpha || !ystar || !v || !bd || !u || !A || !nz) {
-        e->failed = 1;
-        return NULL;
-    }
-    memset(nz, 0, nv);
-    for (size_t i = 0; i < nv; i++) v[i] = NULL;
-    for (size_t j = 0; j < k * n; j++) { /* ch_kkt_hamilton_kane reads G only */
-        v[n * n + j] = d->lag.G[j];
-        nz[n * n + j] = !ch_is_zero(d->lag.G[j]);
-    }
-    ch_kkt sys = {n, k, m, d->mf.dep, d->mf.indep, nz};
-    int rc = ch_kkt_hamilton_kane(e->ctx, &sys, v, kn, d->ham.y, yt, eta, bd, A);
-    for (size_t r = 0; r < m; r++) u[r] = e->m->qt[d->mf.indep[r]];
-    if (rc == 0 && (ch_mat_vec(e->ctx, k, m, bd, u, alpha) ||
-                    ch_mat_vec(e->ctx, m, m, A, u, ystar)))
-        rc = -1;
-    if (rc == 0) {
-        h->yt = yt, h->eta = eta[0] ? eta : NULL, h->alpha = alpha, h->ystar = ystar;
-        return h;
-    }
-    if (rc < 0) ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
-    return NULL;
 }
 
 /* The Lagrangian's Kane form (kane.h: the forms' candidates made from it)
@@ -750,30 +713,23 @@ static void kane_pre(emitter *e)
     e->kane = kn;
     if (!(e->en_kane = ch_kane_energy(e->ctx, kn)))
         ch_ctx_clear_error(e->ctx); /* a limit: the closed form instead */
-    e->ham_kane = ch_em_ham_kane(e, kn);
+    /* the hamilton form's from it (ch_kkt_hamilton_form), where the
+     * constraints are linear and homogeneous in the velocities */
+    ch_kkt_ham *h = ch_ctx_alloc(e->ctx, sizeof *h);
+    int hr = !h ? -1 : !ch_em_alpha_linear(e) ? 1
+             : ch_kkt_hamilton_form(e->ctx, e->m, &e->d->lag, &e->d->mf, &e->d->ham, kn, h);
+    if (hr < 0) ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
+    e->ham_kane = hr == 0 ? h : NULL;
 }
 
 /* kn_hyt: K (m*m), then the part of d y* by dt along the motion that does
- * not come from the independent accelerations (m). */
+ * not come from the independent accelerations (m): ch_hamilton_rate. */
 static void kernel_hyt(emitter *e)
 {
-    ch_ctx *ctx = e->ctx;
-    const ch_reduced *red = &e->d->red;
-    const ch_manifold *mf = &e->d->mf;
     size_t mi = e->mi;
-    const ch_expr **o = ch_em_earr(e, mi * mi + mi), **dt = ch_em_earr(e, mi);
-    const ch_expr **from = ch_em_earr(e, mi), **to = ch_em_earr(e, mi);
-    if (!o || !dt || !from || !to) return;
-    for (size_t r = 0; r < mi; r++) {
-        from[r] = e->m->qtt[mf->indep[r]];
-        to[r] = ch_zero(ctx);
-        if (!(dt[r] = ch_reduce_dt(ctx, red, red->y_star[r]))) {
-            ch_em_emit_fail(e, CH_ERR_LIMIT, "expression limit in the time derivative of y*");
-            return;
-        }
-    }
-    for (size_t j = 0; j < mi * mi; j++) o[j] = e->d->ham.K[j];
-    if (ch_subst_many(ctx, mi, dt, o + mi * mi, mi, from, to)) {
+    const ch_expr **o = ch_em_earr(e, mi * mi + mi);
+    if (!o) return;
+    if (ch_hamilton_rate(e->ctx, &e->d->red, &e->d->ham, o)) {
         ch_em_emit_fail(e, CH_ERR_LIMIT, "expression limit in the time derivative of y*");
         return;
     }
@@ -789,7 +745,7 @@ static int hrhs_build(emitter *e, ch_cse_prog *p)
 {
     const ch_manifold *mf = &e->d->mf;
     size_t m = e->mi, k = e->k;
-    const ham_kane_exprs *hk = e->ham_kane;
+    const ch_kkt_ham *hk = e->ham_kane;
     const ch_expr **syms = ch_em_earr(e, m + k), **o = ch_em_earr(e, 2 * m + k);
     const char **names = ch_ctx_alloc(e->ctx, (m + k) * sizeof *names);
     const char **vi = ch_em_local_names(e, "vi", m), **vd = ch_em_local_names(e, "vd", k);

@@ -367,33 +367,18 @@ void ch_em_fun_state_from(emitter *e)
                   e->P, e->P);
 }
 
-/* The symbolic path's outputs: M* (m*m) and f = -(eqs at q_tt_r = 0) (m); NULL on
- * failure. */
+/* The symbolic path's outputs: M* (m*m) and f (m) of the reduced
+ * equations (ch_reduce_system); NULL on failure. */
 const ch_expr **ch_em_red_outputs(emitter *e)
 {
-    const ch_reduced *red = &e->d->red;
-    const ch_manifold *mf = &e->d->mf;
-    size_t mi = e->mi;
-    const ch_expr **o = ch_em_earr(e, mi * mi + mi), **from = ch_em_earr(e, mi), **to = ch_em_earr(e, mi);
-    if (!o || !from || !to) return NULL;
-    for (size_t r = 0; r < mi; r++) {
-        from[r] = e->m->qtt[mf->indep[r]];
-        to[r] = ch_zero(e->ctx);
-    }
-    for (size_t j = 0; j < mi * mi; j++) o[j] = red->M_star[j];
-    if (ch_subst_many(e->ctx, mi, red->eqs, o + mi * mi, mi, from, to)) {
+    const ch_expr **o = ch_em_earr(e, e->mi * e->mi + e->mi);
+    if (!o) return NULL;
+    if (ch_reduce_system(e->ctx, &e->d->red, o)) {
         ch_em_emit_fail(e, CH_ERR_LIMIT, "expression limit in the reduced equations");
         return NULL;
     }
-    for (size_t r = 0; r < mi; r++)
-        if (!(o[mi * mi + r] = ch_neg(e->ctx, o[mi * mi + r]))) {
-            ch_em_emit_fail(e, CH_ERR_LIMIT, "expression limit in the reduced equations");
-            return NULL;
-        }
     return o;
 }
-
-
 
 /* Whether the form is a chart (THEORY §4-5): reduced and hamilton with
  * constraints, whose state is valid only where G_d (and, for hamilton,

@@ -13,15 +13,6 @@
 #include "codegen/emit_red.h"
 #include "mech/kane.h"
 
-/* The hamilton form's expressions from the Lagrangian's Kane form
- * (kane_pre()). */
-typedef struct {
-    const ch_expr **yt;    /* m: y*_t */
-    const ch_expr **eta;   /* m: A^-1 y, NULL where that solve failed */
-    const ch_expr **alpha; /* k: B_dep v_indep */
-    const ch_expr **ystar; /* m: A v_indep */
-} ham_kane_exprs;
-
 typedef struct {
     ch_ctx *ctx;
     const ch_mechanics *d;
@@ -56,7 +47,7 @@ typedef struct {
     ch_cse_cache *cache;      /* programs built (kn_dyn's is kn_acc's first candidate) */
     int shared;               /* the cache is the caller's: other forms' kernels go there */
     const ch_kane *kane;      /* the Lagrangian's Kane form (kane_pre()), or NULL */
-    const ham_kane_exprs *ham_kane; /* the hamilton form's from it, or NULL */
+    const ch_kkt_ham *ham_kane; /* the hamilton form's from it, or NULL */
     const ch_expr *en_kane;   /* the energy from it, or NULL */
     int ham_from_kane;        /* kn_ham's program is the Kane form's */
     int eta_from_kane;        /* kn_eta's too */
@@ -90,7 +81,6 @@ void ch_em_fun_rhs(emitter *e);
 void ch_em_fun_rhs_chart(emitter *e);
 void ch_em_fun_state_from(emitter *e);
 void ch_em_fun_vel(emitter *e);
-const ham_kane_exprs *ch_em_ham_kane(emitter *e, const ch_kane *kn);
 int ch_em_has_chart(const emitter *e);
 void ch_em_kernel(emitter *e, const char *name, size_t nout, const ch_expr *const *outs);
 int ch_em_kernel_build(emitter *e, size_t nout, const ch_expr *const *outs, ch_cse_prog *prog,

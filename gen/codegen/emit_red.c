@@ -559,12 +559,13 @@ static int system_body(gen *g, const ch_redsolve *in, ch_buf *body, ch_opcount *
     int rc = -1;
     if (g->live && g->xnz && g->mbnz && g->anz && g->is_dep && prow && pcol) {
         for (size_t nu = 0; nu < g->k; nu++) g->is_dep[in->sys.dep[nu]] = 1;
-        *triangular = ch_kkt_pivots(&in->sys, prow, pcol);
-        if (*triangular) solve_triangular(g, prow, pcol);
-        else solve_dense(g);
+        int tri = ch_kkt_pivots(&in->sys, prow, pcol);
+        *triangular = tri > 0;
+        if (tri > 0) solve_triangular(g, prow, pcol);
+        else if (tri == 0) solve_dense(g);
         products(g);
         reduce(g);
-        rc = body->oom || g->oom ? -1 : 0;
+        rc = tri < 0 || body->oom || g->oom ? -1 : 0;
     }
     free(prow);
     free(pcol);

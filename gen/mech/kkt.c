@@ -8,6 +8,14 @@
 #include "core/factor.h"
 #include "core/matrix.h"
 
+/* -1 with the context's error out of memory (an allocation of this module
+ * failed). */
+static int oom(ch_ctx *ctx)
+{
+    ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
+    return -1;
+}
+
 int ch_kkt_values(ch_ctx *ctx, const ch_lagrange *L, const ch_expr **out)
 {
     size_t n = L->n, k = L->k, i = 0;
@@ -24,8 +32,8 @@ int ch_kkt_pivots(const ch_kkt *s, int *prow, int *pcol)
 {
     size_t k = s->k;
     unsigned char *rdone = calloc(k + 1, 1), *cdone = calloc(k + 1, 1);
-    int ok = rdone && cdone;
-    for (size_t j = 0; ok && j < k; j++) {
+    int ok = rdone && cdone ? 1 : -1;
+    for (size_t j = 0; ok > 0 && j < k; j++) {
         int found = 0;
         for (size_t a = 0; a < k && !found; a++) {
             if (rdone[a]) continue;
@@ -103,7 +111,8 @@ static int solve_x(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v, const 
 {
     size_t k = s->k, m = s->m, w = m + 1;
     int *prow = calloc(k + 1, sizeof *prow), *pcol = calloc(k + 1, sizeof *pcol);
-    int rc = !prow || !pcol ? -1 : !ch_kkt_pivots(s, prow, pcol);
+    int tri = !prow || !pcol ? -1 : ch_kkt_pivots(s, prow, pcol);
+    int rc = tri < 0 ? oom(ctx) : !tri;
     for (size_t j = 0; rc == 0 && j < k; j++) {
         size_t a = (size_t)prow[j], c = (size_t)pcol[j];
         const ch_expr *piv = v[ch_kkt_G(s, a, (size_t)s->dep[c])];
@@ -134,7 +143,7 @@ int ch_kkt_reduced(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
     size_t n = s->n, k = s->k, m = s->m, w = m + 1;
     const ch_expr **X = calloc(k * w + 1, sizeof *X), **MB = calloc(n * m + 1, sizeof *MB);
     const ch_expr **t = calloc(2 * (n + k) + 2, sizeof *t);
-    int rc = -1;
+    int rc = !X || !MB || !t ? oom(ctx) : -1;
     if (!X || !MB || !t || ch_ctx_exhausted(ctx)) goto done;
     /* (a constructor's NULL after a limit would read as zero below: the
      * context's error decides at the end) */
@@ -239,7 +248,8 @@ static int kane_base_init(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
     kb->X = calloc(k * (s->m + 1) + 1, sizeof *kb->X);
     kb->t = calloc(2 * (n + k + nb) + 2, sizeof *kb->t);
     kb->P = calloc(nb * s->m + 1, sizeof *kb->P);
-    if (!kb->X || !kb->t || !kb->P || ch_ctx_exhausted(ctx) || kn->n != n) return -1;
+    if (!kb->X || !kb->t || !kb->P) return oom(ctx);
+    if (ch_ctx_exhausted(ctx) || kn->n != n) return -1;
     return solve_x(ctx, s, v, kb->X, kb->t, piv_out, bd, 1);
 }
 
@@ -254,7 +264,7 @@ int ch_kkt_hamilton_kane(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
 {
     kane_base kb = {0};
     const ch_expr **piv = calloc(s->k + 1, sizeof *piv);
-    int rc = piv ? kane_base_init(ctx, s, v, kn, piv, bd, &kb) : -1;
+    int rc = piv ? kane_base_init(ctx, s, v, kn, piv, bd, &kb) : oom(ctx);
     if (rc) goto done;
     size_t n = s->n, m = s->m, nb = kn->nb;
     const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
@@ -297,7 +307,7 @@ int ch_kkt_reduced_kane(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
     kane_base kb = {0};
     /* per term: a . w + V(E) */
     const ch_expr **acc = calloc(kn->nb + 1, sizeof *acc);
-    int rc = acc ? kane_base_init(ctx, s, v, kn, out + s->m * s->m + s->m, bd, &kb) : -1;
+    int rc = acc ? kane_base_init(ctx, s, v, kn, out + s->m * s->m + s->m, bd, &kb) : oom(ctx);
     if (rc) goto done;
     size_t n = s->n, k = s->k, m = s->m, nb = kn->nb;
     const ch_expr **X = kb.X, **t = kb.t, **P = kb.P;
@@ -333,4 +343,35 @@ done:
     kane_base_free(&kb);
     free(acc);
     return rc;
+}
+
+int ch_kkt_hamilton_form(ch_ctx *ctx, const ch_model *mod, const ch_lagrange *L,
+                         const ch_manifold *mf, const ch_hamilton *ham, const ch_kane *kn,
+                         ch_kkt_ham *out)
+{
+    size_t n = L->n, k = L->k, m = n - k, nv = n * n + k * n + n + k;
+    if (!ham->exists || k == 0) return 1;
+    const ch_expr **yt = ch_ctx_alloc(ctx, m * sizeof *yt), **eta = ch_ctx_alloc(ctx, m * sizeof *eta);
+    const ch_expr **alpha = ch_ctx_alloc(ctx, k * sizeof *alpha);
+    const ch_expr **ystar = ch_ctx_alloc(ctx, m * sizeof *ystar);
+    const ch_expr **v = ch_ctx_alloc(ctx, nv * sizeof *v), **bd = ch_ctx_alloc(ctx, k * m * sizeof *bd);
+    const ch_expr **u = ch_ctx_alloc(ctx, m * sizeof *u), **A = ch_ctx_alloc(ctx, m * m * sizeof *A);
+    unsigned char *nz = ch_ctx_alloc(ctx, nv);
+    if (!yt || !eta || !alpha || !ystar || !v || !bd || !u || !A || !nz) return -1;
+    for (size_t j = 0; j < k * n; j++) { /* ch_kkt_hamilton_kane reads G only */
+        v[n * n + j] = L->G[j];
+        nz[n * n + j] = !ch_is_zero(L->G[j]);
+    }
+    ch_kkt sys = {n, k, m, mf->dep, mf->indep, nz};
+    int rc = ch_kkt_hamilton_kane(ctx, &sys, v, kn, ham->y, yt, eta, bd, A);
+    for (size_t r = 0; r < m; r++) u[r] = mod->qt[mf->indep[r]];
+    if (rc == 0 && (ch_mat_vec(ctx, k, m, bd, u, alpha) || ch_mat_vec(ctx, m, m, A, u, ystar)))
+        rc = -1;
+    if (rc == 0) {
+        out->yt = yt, out->eta = eta[0] ? eta : NULL, out->alpha = alpha, out->ystar = ystar;
+        return 0;
+    }
+    if (rc < 0 && ch_ctx_error(ctx)->code == CH_ERR_MEMORY) return -1;
+    ch_ctx_clear_error(ctx); /* a limit: the closed form instead */
+    return 1;
 }

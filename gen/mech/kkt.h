@@ -21,6 +21,7 @@
 #define CH_KKT_H
 
 #include "core/expr.h"
+#include "mech/hamilton.h"
 #include "mech/kane.h"
 #include "mech/lagrange.h"
 
@@ -54,8 +55,7 @@ int ch_kkt_values(ch_ctx *ctx, const ch_lagrange *L, const ch_expr **out);
 /* The order in which G_d is solved by substitution: the j-th pivot in
  * row prow[j] of G and dependent column pcol[j] (k entries each), each
  * next row having exactly one nonzero among the columns not yet solved.
- * 1, or 0 when G_d is not triangular up to permutations (or out of
- * memory). */
+ * 1, 0 when G_d is not triangular up to permutations, -1 out of memory. */
 int ch_kkt_pivots(const ch_kkt *s, int *prow, int *pcol);
 
 /* The reduced system as expressions of the values v (in ch_kkt_values'
@@ -102,5 +102,24 @@ int ch_kkt_reduced_kane(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
 int ch_kkt_hamilton_kane(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
                          const ch_kane *kn, const ch_expr *const *y, const ch_expr **yt,
                          const ch_expr **eta, const ch_expr **bd, const ch_expr **A);
+
+/* The hamilton form from the Kane form (ch_kkt_hamilton_kane), with the
+ * velocities the state gives: alpha = B_dep eta, y* = A eta. */
+typedef struct {
+    const ch_expr **yt;    /* m: y*_t */
+    const ch_expr **eta;   /* m: A^-1 y, NULL where that solve failed */
+    const ch_expr **alpha; /* k: B_dep v_indep */
+    const ch_expr **ystar; /* m: A v_indep */
+} ch_kkt_ham;
+
+/* ch_kkt_hamilton_kane on L's G with mf's split, ham's momentum symbols
+ * and m's velocities, into *out (context memory), where H* exists and
+ * k > 0; the caller checks that the constraints are linear and
+ * homogeneous in the velocities. 0; 1 when there is no such form (G_d not
+ * triangular, no H*, a node limit: the context's error is cleared, the
+ * closed form serves instead); -1 out of memory. */
+int ch_kkt_hamilton_form(ch_ctx *ctx, const ch_model *m, const ch_lagrange *L,
+                         const ch_manifold *mf, const ch_hamilton *ham, const ch_kane *kn,
+                         ch_kkt_ham *out);
 
 #endif

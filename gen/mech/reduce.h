@@ -58,6 +58,12 @@ typedef struct ch_reduced {
 int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
                      ch_error *err);
 
+/* The reduced equations as the linear system that is integrated,
+ * M* q_tt_r = f with f = -eqs at q_tt_r = 0 (eqs are affine in q_tt_r):
+ * the m*m entries of M* (row-major), then the m of f, into out. 0, or -1
+ * on a context error (a node limit, out of memory). */
+int ch_reduce_system(ch_ctx *ctx, const ch_reduced *r, const ch_expr **out);
+
 /* Tests E_identity at points of the manifold into E_identity_test. A
  * self-check of the derivation that costs as much as the rest of the
  * reduce stage on large models, so only the outputs that show it run it. */
