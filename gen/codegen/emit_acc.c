@@ -35,9 +35,6 @@ static void symbolic_solve(emitter *e, const ch_expr *const *outs, char *const *
     ch_emit_small_solve(code, mi, anz, ops, needs);
 }
 
-/* Where kn_acc's program comes from (acc_program). */
-typedef enum { ACC_SYM, ACC_SUB, ACC_DIAG } acc_kind;
-
 /* Where M* is diagonal (red_outputs' off-diagonal entries 0, the
  * diagonal's not), outs with each M*_ii in normal form and f_i replaced
  * by f_i / M*_ii: the knife edge's m + m*tan(phi)^2 is m/cos(phi)^2,
@@ -104,13 +101,13 @@ static void diagonal_solve(emitter *e, char *const *ref, ch_buf *code)
  * diagonal M*, its diagonal and the quotients f_i / M*_ii ("diagonal"),
  * then A solved or, diagonal, its pivots tested (solve, which checks the
  * pivots of G_d first on the substituted path). */
-static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve, acc_kind kind)
+static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve, ch_acc_kind kind)
 {
     size_t mi = e->mi;
-    if (kind == ACC_SUB)
+    if (kind == CH_ACC_SUBSTITUTED)
         ch_buf_printf(&e->kern, "/* Independent accelerations from M* and f built on the full form's\n"
                          " * values by substitution (%zu values; ", prog->n);
-    else if (kind == ACC_DIAG)
+    else if (kind == CH_ACC_DIAGONAL)
         ch_buf_printf(&e->kern, "/* Independent accelerations f_i / M*_ii of the symbolic reduced\n"
                          " * equations, M* diagonal (%zu values; ", prog->n);
     else
@@ -120,9 +117,9 @@ static void acc_program(emitter *e, const ch_cse_prog *prog, const ch_buf *solve
     ch_buf_printf(&e->kern, "): 0, or 1 when %s is singular. */\n"
                      "static int kn_acc(double t, const double *x, const double *p, %sdouble *v,\n"
                      "                  double *vt)\n{\n",
-                  kind == ACC_SUB ? "M* (2 when G_d's pivot is numerically 0 against its row)"
+                  kind == CH_ACC_SUBSTITUTED ? "M* (2 when G_d's pivot is numerically 0 against its row)"
                                   : "M*", e->fused ? "" : "const ");
-    if (kind != ACC_DIAG) /* (the diagonal test needs no la_solve) */
+    if (kind != CH_ACC_DIAGONAL) /* (the diagonal test needs no la_solve) */
         ch_buf_printf(&e->kern, "    %sdouble ws[%zu];\n    %sint piv[%zu];\n",
                       ch_emit_storage(mi * mi + 1, &e->needs), mi * mi + 1, ch_emit_storage(mi + 1, &e->needs), mi + 1);
     ch_buf_put(&e->kern, "    (void)t; (void)x; (void)p; (void)v;\n");
@@ -580,188 +577,251 @@ static ch_opcount beyond_alpha(const emitter *e, ch_opcount c, int fused)
     return c;
 }
 
+/* One way to kn_acc (ch_acc_kind), built by its row of acc_ways: a
+ * program of values, the code after it in kn_acc (the numeric way's is
+ * all of kn_acc), what that code needs, the operations per call and the
+ * cost compared: those beyond kn_alpha's (a fused program makes kn_vel
+ * unnecessary). */
+typedef struct {
+    int have;
+    int fused;          /* the program writes alpha into v (no kn_vel in the rhs) */
+    int pruned;         /* only the plain program was built: it could not win */
+    int chart;          /* kn_acc tests G_d's pivots against their rows (returns 2) */
+    ch_cse_prog prog;
+    ch_buf code;
+    unsigned needs;     /* CH_NEEDS_* of code */
+    ch_opcount ops;
+    double cost;
+} acc_way;
+
+/* What the ways share, filled as they are built. */
+typedef struct {
+    const ch_expr **outs;   /* M* and f (ch_em_red_outputs) */
+    /* the cheapest of the numeric and substituted ways so far (0: none),
+     * against which the symbolic and diagonal ones are pruned */
+    double other;
+    int prepared;           /* symbolic_prep ran: */
+    int skip_sym;           /* the symbolic and diagonal ways are not built */
+    double skip_at;
+    const ch_expr **chart;  /* the chart test's values after M* and f, nextra of them */
+    size_t nextra;
+    const ch_expr **with;   /* outs followed by them (NULL when nextra is 0) */
+    int tri;                /* the numeric way solves G_d by substitution */
+    int sub_kane;           /* the substituted way is the Kane form's */
+} acc_shared;
+
+static void way_cost(const emitter *e, acc_way *w)
+{
+    ch_opcount c = beyond_alpha(e, w->ops, w->fused);
+    w->cost = ch_em_opcount_total(&c);
+}
+
+/* The ways the symbolic and diagonal ones are pruned against. */
+static void bar(acc_shared *sh, const acc_way *w)
+{
+    if (w->have && (sh->other == 0.0 || w->cost < sh->other)) sh->other = w->cost;
+}
+
+/* The solves substituted into expressions (ch_em_subst_prog). */
+static void build_substituted(emitter *e, acc_shared *sh, acc_way *w)
+{
+    const ch_expr **souts = NULL;
+    if (e->k == 0 || !e->dyn_nz || e->failed) return;
+    int r = ch_em_subst_prog(e, &souts, &w->prog, &w->fused, &sh->sub_kane);
+    if (r < 0) e->failed = 1;
+    if (r) return;
+    w->have = 1, w->chart = 1;
+    w->ops = w->prog.after;
+    pivot_check(e, souts, w->prog.ref, &w->code);
+    symbolic_solve(e, souts, w->prog.ref, &w->code, &w->ops, &w->needs);
+    way_cost(e, w);
+    bar(sh, w);
+}
+
+/* Small numeric solves on the full form's values (values_prog, then
+ * ch_emit_reduced_numeric). */
+static void build_numeric(emitter *e, acc_shared *sh, acc_way *w)
+{
+    size_t off = 0;
+    if (e->k == 0 || !e->dyn_nz || e->failed) return;
+    if (values_prog(e, &w->prog, &off, &w->fused, sh->other, &w->pruned)) return;
+    w->have = 1;
+    ch_redsolve in = acc_in(e, &w->prog, off);
+    in.body = w->prog.body.s;
+    w->ops = w->prog.after;
+    if (w->prog.body.oom || ch_emit_reduced_numeric(&in, &w->code, &w->ops, &sh->tri, &w->needs))
+        ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
+    w->chart = sh->tri;
+    way_cost(e, w);
+    bar(sh, w);
+}
+
+/* What the symbolic and diagonal ways share, once: whether M* and f are
+ * too large to be worth a program (SYM_SKIP_GAIN times the cheapest other
+ * way in nodes), and the chart's test where G_d is triangular. */
+static void symbolic_prep(emitter *e, acc_shared *sh)
+{
+    size_t nsol = e->mi * e->mi + e->mi;
+    if (sh->prepared) return;
+    sh->prepared = 1;
+    sh->skip_at = SYM_SKIP_GAIN * sh->other;
+    sh->skip_sym = sh->other > 0.0 && sh->skip_at < 1e15 &&
+                   ch_dag_size_many(nsol, sh->outs, (size_t)sh->skip_at) > sh->skip_at;
+    sh->chart = e->k > 0 ? ch_em_earr(e, 2 * e->k) : NULL;
+    if (sh->chart && !e->failed && ch_em_chart_exprs(e, sh->chart) == 0) sh->nextra = 2 * e->k;
+    sh->with = sh->nextra ? with_chart(e, sh->outs, nsol, sh->chart, sh->nextra) : NULL;
+    if (!sh->with) sh->nextra = 0;
+}
+
+/* M* and f of the symbolic reduced equations, M* solved (sym_prog). */
+static void build_symbolic(emitter *e, acc_shared *sh, acc_way *w)
+{
+    symbolic_prep(e, sh);
+    const ch_expr **outs = sh->with ? sh->with : sh->outs;
+    if (e->failed || sh->skip_sym
+        || sym_prog(e, &outs, sh->nextra, &w->prog, &w->fused, sh->other, &w->pruned))
+        return;
+    w->have = 1, w->chart = sh->nextra > 0;
+    w->ops = w->prog.after;
+    if (sh->nextra) pivot_check(e, outs, w->prog.ref, &w->code);
+    symbolic_solve(e, outs, w->prog.ref, &w->code, &w->ops, &w->needs);
+    way_cost(e, w);
+}
+
+/* Where M* is diagonal, f_i / M*_ii (diagonal_outputs), pivots tested. */
+static void build_diagonal(emitter *e, acc_shared *sh, acc_way *w)
+{
+    symbolic_prep(e, sh);
+    if (e->failed || sh->skip_sym) return;
+    const ch_expr **douts = diagonal_outputs(e, sh->outs);
+    if (!douts || (sh->nextra && !(douts = with_chart(e, douts, e->mi * e->mi + e->mi,
+                                                       sh->chart, sh->nextra))))
+        return;
+    if (sym_prog(e, &douts, sh->nextra, &w->prog, &w->fused, sh->other, &w->pruned)) return;
+    w->have = 1, w->chart = sh->nextra > 0;
+    w->ops = w->prog.after;
+    if (sh->nextra) pivot_check(e, douts, w->prog.ref, &w->code);
+    diagonal_solve(e, w->prog.ref, &w->code);
+    way_cost(e, w);
+}
+
+/* Each way's part of the header's note ("" where it has none). */
+static void note_substituted(const acc_shared *sh, const acc_way *w, char *s, size_t size)
+{
+    if (w->have)
+        snprintf(s, size, "substituted M*%s and M* solve: %.0f", sh->sub_kane ? " (Kane form)" : "",
+                 w->cost);
+}
+
+static void note_numeric(const acc_shared *sh, const acc_way *w, char *s, size_t size)
+{
+    if (w->have)
+        snprintf(s, size, "numeric, M G b r with %s: %.0f%s",
+                 sh->tri ? "triangular G_d substitution" : "an LU solve for G_d", w->cost,
+                 w->pruned ? ", values unfactored: its solve alone costs more" : "");
+}
+
+static void note_symbolic(const acc_shared *sh, const acc_way *w, char *s, size_t size)
+{
+    if (sh->skip_sym)
+        snprintf(s, size, "symbolic reduced right side: not built (over %.0f nodes, %d times the "
+                 "others)", sh->skip_at, SYM_SKIP_GAIN);
+    else if (w->have && w->pruned)
+        snprintf(s, size, "symbolic reduced right side and M* solve: %.0f, not factored: over %d "
+                 "times the others", w->cost, SYM_FACTOR_GAIN);
+    else if (w->have)
+        snprintf(s, size, "symbolic reduced right side and M* solve: %.0f", w->cost);
+}
+
+static void note_diagonal(const acc_shared *sh, const acc_way *w, char *s, size_t size)
+{
+    (void)sh;
+    if (w->have) snprintf(s, size, "diagonal M*, f_i / M*_ii: %.0f", w->cost);
+}
+
+/* The ways to kn_acc, in the order they are built: the substituted and
+ * the numeric ones first (the cheapest so far decides whether the next
+ * is worth its variants), the symbolic ones last, built only where they
+ * could win (SYM_SKIP_GAIN, SYM_FACTOR_GAIN). Each is compared by its
+ * cost (way_cost). */
+#define NWAYS 4
+static const struct {
+    ch_acc_kind kind;
+    const char *name;
+    void (*build)(emitter *e, acc_shared *sh, acc_way *w);
+    void (*note)(const acc_shared *sh, const acc_way *w, char *s, size_t size);
+} acc_ways[NWAYS] = {
+    {CH_ACC_SUBSTITUTED, "substituted", build_substituted, note_substituted},
+    {CH_ACC_NUMERIC, "numeric", build_numeric, note_numeric},
+    {CH_ACC_SYMBOLIC, "symbolic", build_symbolic, note_symbolic},
+    {CH_ACC_DIAGONAL, "diagonal", build_diagonal, note_diagonal},
+};
+
 /* static int kn_acc(t, x, p, v, vt): the independent accelerations of the
- * reduced equations at the velocities v (THEORY §4), from one of
- *  - the symbolic reduced right side (kn_red's program), M* solved;
- *  - small numeric solves on the full form's M, G, b, r (emit_red.h);
- *  - the same solves done on the expressions (subst_prog), M* solved;
- *  - where M* is diagonal, the symbolic right side divided by it
- *    (diagonal_outputs), its pivots tested;
- * whichever performs fewest counted operations per call (all CSE'd, the
- * solves counted too, each program in kn_acc's body). Without
- * constraints the first three coincide and the symbolic one is kept.
- * The symbolic one is built after the numeric ones, factored only when
- * it could win (SYM_FACTOR_GAIN). */
+ * reduced equations at the velocities v (THEORY §4), by whichever way of
+ * acc_ways performs fewest counted operations per call (all CSE'd, the
+ * solves counted too, each program in kn_acc's body); ties go to the
+ * earlier ch_acc_kind. Without constraints only the symbolic and the
+ * diagonal ways exist. The header's note lists every way's cost. */
 void ch_em_fun_acc(emitter *e)
 {
-    const ch_expr **outs = ch_em_red_outputs(e), **souts = NULL, **douts = NULL;
-    const ch_expr *const *routs = outs; /* (sym_prog may replace outs) */
-    ch_cse_prog prog, vals, sprog, dprog;
-    int sym_fused = 0, pruned = 0, num_pruned = 0, have_sym = 0, have_diag = 0;
-    int diag_fused = 0, diag_pruned = 0;
-    if (!outs) return;
-    ch_opcount sym = {0, 0, 0, 0}, num = {0, 0, 0, 0}, sub = {0, 0, 0, 0}, bcmp = sub;
-    ch_opcount solve_ops = {0, 0, 0, 0}, diag = sub;
-    ch_buf code, solve, ssolve, dsolve;
-    ch_buf_init(&code);
-    ch_buf_init(&solve);
-    ch_buf_init(&ssolve);
-    ch_buf_init(&dsolve);
-    int tri = 0, have_vals = 0, have_sub = 0, fused = 0, sub_fused = 0, sub_kane = 0;
-    unsigned code_needs = 0, solve_needs = 0, ssolve_needs = 0; /* CH_NEEDS_* of each */
-    /* the substituted, then the numeric candidate first: the cheapest so
-     * far decides whether the next is worth its variants */
-    if (e->k > 0 && e->dyn_nz && !e->failed) {
-        int r = ch_em_subst_prog(e, &souts, &sprog, &sub_fused, &sub_kane);
-        if (r < 0) e->failed = 1;
-        if (r == 0) {
-            have_sub = 1;
-            sub = sprog.after;
-            pivot_check(e, souts, sprog.ref, &ssolve);
-            symbolic_solve(e, souts, sprog.ref, &ssolve, &sub, &ssolve_needs);
-            bcmp = beyond_alpha(e, sub, sub_fused);
-        }
-        size_t off = 0;
-        if (!e->failed && values_prog(e, &vals, &off, &fused,
-                                      have_sub ? ch_em_opcount_total(&bcmp) : 0.0, &num_pruned) == 0) {
-            have_vals = 1;
-            ch_redsolve in = acc_in(e, &vals, off);
-            in.body = vals.body.s;
-            num = vals.after;
-            if (vals.body.oom || ch_emit_reduced_numeric(&in, &code, &num, &tri, &code_needs))
-                ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
-        }
+    acc_shared sh;
+    acc_way way[NWAYS];
+    memset(&sh, 0, sizeof sh);
+    memset(way, 0, sizeof way);
+    for (int i = 0; i < NWAYS; i++) ch_buf_init(&way[i].code);
+    if (!(sh.outs = ch_em_red_outputs(e))) return;
+    int use = -1;
+    for (int i = 0; i < NWAYS; i++) {
+        acc_ways[i].build(e, &sh, &way[i]);
+        if (way[i].code.oom) ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
     }
-    ch_opcount ncmp = beyond_alpha(e, num, fused);
-    double other = 0.0;
-    if (have_vals) other = ch_em_opcount_total(&ncmp);
-    if (have_sub && (other == 0.0 || ch_em_opcount_total(&bcmp) < other)) other = ch_em_opcount_total(&bcmp);
-    double skip_at = SYM_SKIP_GAIN * other;
-    int skip_sym = other > 0.0 && skip_at < 1e15 &&
-                   ch_dag_size_many(e->mi * e->mi + e->mi, outs, (size_t)skip_at) > skip_at;
-    /* the chart's test (pivot_check) in the symbolic and diagonal
-     * programs too, where G_d is triangular: its values after M* and f */
-    size_t nsol = e->mi * e->mi + e->mi, nextra = 0;
-    const ch_expr **chart = e->k > 0 ? ch_em_earr(e, 2 * e->k) : NULL;
-    if (chart && !e->failed && ch_em_chart_exprs(e, chart) == 0) nextra = 2 * e->k;
-    const ch_expr **wc = nextra ? with_chart(e, outs, nsol, chart, nextra) : NULL;
-    if (wc) outs = wc;
-    else nextra = 0;
-    if (!e->failed && !skip_sym && sym_prog(e, &outs, nextra, &prog, &sym_fused, other, &pruned) == 0) {
-        have_sym = 1;
-        sym = prog.after;
-        if (nextra) pivot_check(e, outs, prog.ref, &solve);
-        symbolic_solve(e, outs, prog.ref, &solve, &solve_ops, &solve_needs);
-        ch_opcount_add(&sym, &solve_ops);
+    for (int i = 0; i < NWAYS; i++)
+        if (way[i].have && (use < 0 || way[i].cost < way[use].cost ||
+                            (way[i].cost == way[use].cost && acc_ways[i].kind < acc_ways[use].kind)))
+            use = i;
+    /* the note: the way written, then every way's part where there is
+     * more than one */
+    char parts[NWAYS][160];
+    size_t nparts = 0;
+    for (int i = 0; i < NWAYS; i++) {
+        parts[i][0] = 0;
+        acc_ways[i].note(&sh, &way[i], parts[i], sizeof parts[i]);
+        nparts += parts[i][0] != 0;
     }
-    if (!e->failed && !skip_sym && (douts = diagonal_outputs(e, routs))
-        && (!nextra || (douts = with_chart(e, douts, nsol, chart, nextra)))
-        && sym_prog(e, &douts, nextra, &dprog, &diag_fused, other, &diag_pruned) == 0) {
-        have_diag = 1;
-        diag = dprog.after;
-        if (nextra) pivot_check(e, douts, dprog.ref, &dsolve);
-        diagonal_solve(e, dprog.ref, &dsolve);
+    ch_buf note;
+    ch_buf_init(&note);
+    if (!e->failed && use >= 0) {
+        ch_buf_printf(&note, "%s%s, %.0f operations per call", acc_ways[use].name,
+                      e->k == 0 ? " (no constraints)" : "", way[use].cost);
+        const char *sep = " (";
+        for (int i = 0; nparts > 1 && i < NWAYS; i++)
+            if (parts[i][0]) ch_buf_printf(&note, "%s%s", sep, parts[i]), sep = "; ";
+        if (nparts > 1) ch_buf_put(&note, ")");
+        if (note.oom) ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
+        else snprintf(e->acc_note, sizeof e->acc_note, "%s", note.s);
     }
-    /* ties go to the symbolic, then the numeric candidate */
-    enum { SYM, NUM, SUB, DIAG } use = SYM;
-    ch_opcount scmp = beyond_alpha(e, sym, sym_fused), best = scmp;
-    ch_opcount dcmp = beyond_alpha(e, diag, diag_fused);
-    int none = !have_sym; /* no candidate yet */
-    if (have_vals && (none || ch_em_opcount_total(&ncmp) < ch_em_opcount_total(&best)))
-        use = NUM, best = ncmp, none = 0;
-    if (have_sub && (none || ch_em_opcount_total(&bcmp) < ch_em_opcount_total(&best)))
-        use = SUB, best = bcmp, none = 0;
-    if (have_diag && (none || ch_em_opcount_total(&dcmp) < ch_em_opcount_total(&best)))
-        use = DIAG, best = dcmp, none = 0;
-    if (e->failed || none) {
-        /* nothing is written */
-    } else if (use == NUM) {
-        e->needs |= code_needs;
-        e->fused = fused;
-        e->acc_chart = tri;
-        ch_buf_putn(&e->kern, code.s, code.len);
-        ch_opcount_add(&e->before, &vals.before);
-        ch_opcount_add(&e->after, &num);
-    } else if (use == SUB) {
-        e->needs |= ssolve_needs;
-        e->fused = sub_fused;
-        e->acc_chart = 1;
-        acc_program(e, &sprog, &ssolve, ACC_SUB);
-        ch_opcount_add(&e->before, &sprog.before);
-        ch_opcount_add(&e->after, &sub);
-    } else if (use == DIAG) {
-        e->fused = diag_fused;
-        e->acc_chart = nextra > 0;
-        acc_program(e, &dprog, &dsolve, ACC_DIAG);
-        ch_opcount_add(&e->before, &dprog.before);
-        ch_opcount_add(&e->after, &diag);
-    } else {
-        e->needs |= solve_needs;
-        e->fused = sym_fused;
-        e->acc_chart = nextra > 0;
-        acc_program(e, &prog, &solve, ACC_SYM);
-        ch_opcount_add(&e->before, &prog.before);
-        ch_opcount_add(&e->after, &sym);
+    ch_buf_free(&note);
+    if (!e->failed && use >= 0) {
+        acc_way *w = &way[use];
+        e->needs |= w->needs;
+        e->fused = w->fused;
+        e->acc_chart = w->chart;
+        if (acc_ways[use].kind == CH_ACC_NUMERIC) ch_buf_putn(&e->kern, w->code.s, w->code.len);
+        else acc_program(e, &w->prog, &w->code, acc_ways[use].kind);
+        ch_opcount_add(&e->before, &w->prog.before);
+        ch_opcount_add(&e->after, &w->ops);
     }
-    if (have_sym) ch_cse_prog_free(&prog);
-    if (have_vals) ch_cse_prog_free(&vals);
-    if (have_sub) ch_cse_prog_free(&sprog);
-    if (have_diag) ch_cse_prog_free(&dprog);
-    if (code.oom || solve.oom || ssolve.oom || dsolve.oom)
-        ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
-    ch_buf_free(&code);
-    ch_buf_free(&solve);
-    ch_buf_free(&ssolve);
-    ch_buf_free(&dsolve);
-    if (e->failed) return;
-    ch_emit_report *rep = &e->report;
-    rep->chosen = use == NUM ? CH_ACC_NUMERIC : use == SUB ? CH_ACC_SUBSTITUTED
-                  : use == DIAG ? CH_ACC_DIAGONAL : CH_ACC_SYMBOLIC;
-    for (int i = 0; i < CH_ACC_COUNT; i++) rep->cost[i] = -1.0;
-    rep->cost[CH_ACC_DIAGONAL] = have_diag ? ch_em_opcount_total(&dcmp) : -1.0;
-    rep->symbolic_skipped = skip_sym;
-    rep->numeric_triangular = tri;
-    if (e->k == 0) {
-        rep->cost[CH_ACC_SYMBOLIC] = ch_em_opcount_total(&sym);
-    } else {
-        if (have_vals) rep->cost[CH_ACC_NUMERIC] = ch_em_opcount_total(&ncmp);
-        if (have_sub) rep->cost[CH_ACC_SUBSTITUTED] = ch_em_opcount_total(&bcmp);
-        if (have_sym) rep->cost[CH_ACC_SYMBOLIC] = ch_em_opcount_total(&scmp);
+    if (!e->failed) {
+        ch_emit_report *rep = &e->report;
+        rep->chosen = use < 0 ? CH_ACC_NONE : acc_ways[use].kind;
+        rep->symbolic_skipped = sh.skip_sym;
+        rep->numeric_triangular = sh.tri;
+        for (int i = 0; i < NWAYS; i++)
+            rep->cost[acc_ways[i].kind] = way[i].have ? way[i].cost : -1.0;
     }
-    char diagnote[64] = "";
-    if (have_diag)
-        snprintf(diagnote, sizeof diagnote, "; diagonal M*, f_i / M*_ii: %.0f",
-                 ch_em_opcount_total(&dcmp));
-    if (e->k == 0) {
-        if (have_diag)
-            snprintf(e->acc_note, sizeof e->acc_note,
-                     "%s (no constraints), %.0f operations per call (symbolic reduced right "
-                     "side and M* solve: %.0f%s)", use == DIAG ? "diagonal" : "symbolic",
-                     ch_em_opcount_total(&best), ch_em_opcount_total(&sym), diagnote);
-        else
-            snprintf(e->acc_note, sizeof e->acc_note,
-                     "symbolic (no constraints), %.0f operations per call", ch_em_opcount_total(&sym));
-        return;
+    for (int i = 0; i < NWAYS; i++) {
+        if (way[i].have) ch_cse_prog_free(&way[i].prog);
+        ch_buf_free(&way[i].code);
     }
-    char subnote[64] = "", symnote[112];
-    if (have_sub)
-        snprintf(subnote, sizeof subnote, "; substituted M*%s and M* solve: %.0f",
-                 sub_kane ? " (Kane form)" : "", ch_em_opcount_total(&bcmp));
-    if (skip_sym)
-        snprintf(symnote, sizeof symnote, "symbolic reduced right side: not built (over %.0f "
-                 "nodes, %d times the others)", skip_at, SYM_SKIP_GAIN);
-    else if (pruned)
-        snprintf(symnote, sizeof symnote, "symbolic reduced right side and M* solve: %.0f, "
-                 "not factored: over %d times the others", ch_em_opcount_total(&scmp), SYM_FACTOR_GAIN);
-    else
-        snprintf(symnote, sizeof symnote, "symbolic reduced right side and M* solve: %.0f",
-                 ch_em_opcount_total(&scmp));
-    snprintf(e->acc_note, sizeof e->acc_note, "%s, %.0f operations per call (%s: %.0f%s%s; %s%s)",
-             use == NUM ? "numeric" : use == SUB ? "substituted" : use == DIAG ? "diagonal"
-                                                                             : "symbolic",
-             ch_em_opcount_total(&best),
-             tri ? "numeric, M G b r with triangular G_d substitution"
-                 : "numeric, M G b r with an LU solve for G_d",
-             ch_em_opcount_total(&ncmp), num_pruned ? ", values unfactored: its solve alone costs more" : "",
-             subnote, symnote, diagnote);
 }
