@@ -36,12 +36,12 @@ int ch_hamilton_derive(ch_ctx *ctx, const ch_reduced *r, ch_hamilton *out,
                        ch_error *err);
 
 /* The momentum equations where H* has no closed form: along motions
- * y*_t = K q_tt_r + g, with g = d/dt y* at q_tt_r = 0 (ch_reduce_dt), so
- * that K q_tt_r = y_t - g gives the independent accelerations from the
- * Poincare-Hamilton right side and the velocities from the numeric
- * inverse of y* (Newton with Jacobian K). The m*m entries of K, then the
- * m of g, into out. 0, or -1 on a context error (a node limit, out of
- * memory). */
+ * y*_t = K q_tt_r + g, with g = d/dt y* at q_tt_r = 0 (ch_reduce_dt).
+ * That form integrates y as the image of the reduced flow, q_tt_r being
+ * the reduced form's accelerations, and takes the velocities from the
+ * numeric inverse of y* (Newton with Jacobian K). The m*m entries of K,
+ * then the m of g, into out. 0, or -1 on a context error (a node limit,
+ * out of memory). */
 int ch_hamilton_rate(ch_ctx *ctx, const ch_reduced *r, const ch_hamilton *h,
                      const ch_expr **out);
 
