@@ -1114,23 +1114,15 @@ static int unknown_init(const chrt_system *s, const char *name, size_t len,
                 (int)len, name, s->name, n ? names : "none");
 }
 
-/* Calls fn on every --init value, walking argv as parse_one does. */
 typedef int (*init_fn)(void *ctx, const char *name, size_t len, double v);
 
-static int each_init(int argc, char **argv, init_fn fn, void *ctx)
+/* Calls fn on every initial value. */
+static int each_init(size_t ninit, const chrt_init *init, init_fn fn, void *ctx)
 {
-    int i;
-    for (i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        size_t n = strlen("--init");
-        if (strncmp(a, "--init", n) == 0 && (a[n] == '=' || a[n] == 0)) {
-            v = a[n] == '=' ? a + n + 1 : argv[++i];
-            const char *eq = strchr(v, '=');
-            int rc = fn(ctx, v, (size_t)(eq - v), strtod(eq + 1, NULL));
-            if (rc) return rc;
-        } else if (chrt_option_takes_value(a)) {
-            i++;
-        }
+    size_t i;
+    for (i = 0; i < ninit; i++) {
+        int rc = fn(ctx, init[i].name, init[i].len, init[i].value);
+        if (rc) return rc;
     }
     return CHRT_OK;
 }
@@ -1171,34 +1163,35 @@ static int init_state(void *vc, const char *name, size_t len, double v)
 
 /* Coordinates that state_from moved onto holonomic constraints, and
  * velocities given by --init that the form recomputed, into warning. */
-static void note_recomputed(init_ctx *c, const double *p, chrt_args *a)
+static void note_recomputed(init_ctx *c, const double *p, char *warning, size_t wlen)
 {
     size_t n = 0;
     int i;
     for (i = 0; i < c->s->nq; i++) {
         int len;
         if (c->x0[i] == c->q[i]) continue;
-        len = snprintf(a->warning + n, sizeof a->warning - n,
+        len = snprintf(warning + n, wlen - n,
                        "%s%s%s=%.17g is moved to %.17g onto the holonomic constraints",
                        n ? "; " : "", c->given[i] & 2 ? "--init " : "",
                        c->s->state_names[i], c->q[i], c->x0[i]);
-        if (len < 0 || (size_t)len >= sizeof a->warning - n) return;
+        if (len < 0 || (size_t)len >= wlen - n) return;
         n += (size_t)len;
     }
     if (c->s->velocities(0, c->x0, p, NULL, c->qt)) return;
     for (i = 0; i < c->s->nq; i++) {
         double w = c->want[i], g = c->qt[i];
         if (!(c->given[i] & 1) || fabs(g - w) <= 1e-9 * (fabs(w) > 1 ? fabs(w) : 1)) continue;
-        int len = snprintf(a->warning + n, sizeof a->warning - n,
+        int len = snprintf(warning + n, wlen - n,
                            "%s--init %s'=%.17g is recomputed from the constraints as %.17g",
                            n ? "; " : "", c->s->state_names[i], w, g);
-        if (len < 0 || (size_t)len >= sizeof a->warning - n) break;
+        if (len < 0 || (size_t)len >= wlen - n) break;
         n += (size_t)len;
     }
 }
 
-static int apply_inits(const chrt_system *s, int argc, char **argv, double *x0,
-                       const double *p, chrt_args *a, char *errbuf, size_t errlen)
+int chrt_initial_state(const chrt_system *s, const double *p, size_t ninit,
+                       const chrt_init *init, double *x0, char *warning, size_t wlen,
+                       char *errbuf, size_t errlen)
 {
     size_t nq = s->nq ? (size_t)s->nq : 1;
     init_ctx c = {s, x0, NULL, NULL, NULL, NULL, 0, errbuf, errlen};
@@ -1223,7 +1216,8 @@ static int apply_inits(const chrt_system *s, int argc, char **argv, double *x0,
         }
         for (i = 0; i < s->np; i++) c.via |= p[i] != s->param_defaults[i];
     }
-    rc = each_init(argc, argv, init_q, &c);
+    if (warning && wlen) warning[0] = 0;
+    rc = each_init(ninit, init, init_q, &c);
     if (rc) goto done;
     if (c.via) {
         if (s->state_from(0, c.q, c.qt, p, x0)) {
@@ -1233,9 +1227,9 @@ static int apply_inits(const chrt_system *s, int argc, char **argv, double *x0,
                       s->name);
             goto done;
         }
-        note_recomputed(&c, p, a);
+        if (warning && wlen) note_recomputed(&c, p, warning, wlen);
     }
-    rc = each_init(argc, argv, init_state, &c);
+    rc = each_init(ninit, init, init_state, &c);
 done:
     free(c.q);
     free(c.qt);
@@ -1370,7 +1364,26 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
     if (a->help) return CHRT_OK;
     int rc = check_options(&a->opt, 0, 0, errbuf, errlen);
     if (rc || !s) return rc;
-    return apply_inits(s, argc, argv, x0, p, a, errbuf, errlen);
+    /* the --init values, applied after all --set values are known */
+    chrt_init *init = malloc(((size_t)argc + 1) * sizeof *init);
+    size_t ninit = 0;
+    if (!init) return fail(errbuf, errlen, CHRT_EXIT_IO, "out of memory");
+    for (i = 0; i < argc; i++) {
+        const char *v = NULL;
+        if (option_value(argc, argv, &i, "--init", &v)) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq) continue; /* (parse_one refused it) */
+            init[ninit].name = v;
+            init[ninit].len = (size_t)(eq - v);
+            init[ninit++].value = strtod(eq + 1, NULL);
+        } else if (chrt_option_takes_value(argv[i])) {
+            i++;
+        }
+    }
+    rc = chrt_initial_state(s, p, ninit, init, x0, a->warning, sizeof a->warning, errbuf,
+                            errlen);
+    free(init);
+    return rc;
 }
 
 static void print_help(const chrt_system *s, const char *prog)

@@ -224,6 +224,28 @@ typedef struct {
 int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
                     double *x0, double *p, char *errbuf, size_t errlen);
 
+/* An initial value as --init gives it: the state variable, coordinate q
+ * or velocity q' named by the first len characters of name, and its
+ * value. */
+typedef struct {
+    const char *name;
+    size_t len;
+    double value;
+} chrt_init;
+
+/* The initial state x0 under the parameters p with the values init, as
+ * chrt_parse_args computes it for --set and --init: s->initial(), or, when
+ * s->state_from exists and p differs from the defaults or a coordinate or
+ * velocity is given, s->state_from(0, q, q', p) from the model's initial
+ * coordinates and velocities with those values; other state names set
+ * directly afterwards. warning (wlen bytes, may be NULL) gets what was
+ * moved or recomputed, "" when nothing. Returns CHRT_OK, CHRT_EXIT_USAGE
+ * (a name that is not the system's), CHRT_EXIT_NUMERIC (no state there)
+ * or CHRT_EXIT_IO (out of memory), with the message in errbuf. */
+int chrt_initial_state(const chrt_system *s, const double *p, size_t ninit,
+                       const chrt_init *init, double *x0, char *warning, size_t wlen,
+                       char *errbuf, size_t errlen);
+
 /* 1 when arg is one of the options above that takes a separate value
  * (e.g. "--dt", not "--dt=1"), so that a caller can pass them through. */
 int chrt_option_takes_value(const char *arg);

@@ -1,10 +1,11 @@
 /* repl.c — the interactive session of `chetaev repl` (see repl.h).
  *
  * The session owns one loaded model (context, model, derivation) and a
- * cache of compiled forms. Settings (`set NAME=VALUE`) are kept as text
- * names with values and turned into the `--set`/`--init` options of the
- * runtime's parser at every `run`, so that a run here starts from exactly
- * the state `chetaev run --set ... --init ...` would start from. The
+ * cache of compiled forms. Settings (`set NAME=VALUE`) are kept as names
+ * with values: a parameter's goes into the parameter array, the others
+ * into the runtime's initial state (chrt_initial_state) at every `run`,
+ * so that a run here starts from exactly the state `chetaev run --set ...
+ * --init ...` would start from. The
  * parameters reach the compiled code as the array argument p of the
  * emitted functions (SPEC §4), which is why no setting ever recompiles. */
 #define _POSIX_C_SOURCE 200809L
@@ -246,26 +247,33 @@ static double param_value(const repl *r, size_t i)
     return r->m->param_default[i];
 }
 
-/* x0 and p as `run --set ... --init ...` computes them (runtime parser). */
+/* x0 and p as `run --set ... --init ...` computes them: the parameters'
+ * settings into p, the others initial values (chrt_initial_state). */
 static int initial_state(repl *r, const chrt_system *s, double *x0, double *p)
 {
-    char (*text)[160] = calloc(r->nset + 1, sizeof *text);
-    char **argv = calloc(2 * r->nset + 1, sizeof *argv);
-    int argc = 0, rc = 0;
-    if (!text || !argv) rc = complain(r, "out of memory");
-    for (size_t i = 0; !rc && i < r->nset; i++) {
-        argv[argc++] = param_index(r->m, r->set[i].name) >= 0 ? "--set" : "--init";
-        snprintf(text[i], sizeof text[i], "%s=%.17g", r->set[i].name, r->set[i].value);
-        argv[argc++] = text[i];
+    chrt_init *init = calloc(r->nset + 1, sizeof *init);
+    size_t ninit = 0;
+    if (!init) return complain(r, "out of memory");
+    for (int i = 0; i < s->np; i++) p[i] = s->param_defaults[i];
+    for (size_t i = 0; i < r->nset; i++) {
+        int k = -1;
+        for (int j = 0; j < s->np && k < 0; j++)
+            if (!strcmp(s->param_names[j], r->set[i].name)) k = j;
+        if (k >= 0) {
+            p[k] = r->set[i].value;
+        } else {
+            init[ninit].name = r->set[i].name;
+            init[ninit].len = strlen(r->set[i].name);
+            init[ninit++].value = r->set[i].value;
+        }
     }
-    chrt_args a;
-    char msg[600];
-    if (!rc && chrt_parse_args(s, argc, argv, &a, x0, p, msg, sizeof msg))
+    char msg[600], warning[512];
+    int rc = 0;
+    if (chrt_initial_state(s, p, ninit, init, x0, warning, sizeof warning, msg, sizeof msg))
         rc = complain(r, "initial state: %s", msg);
-    else if (!rc && a.warning[0])
-        fprintf(r->o->err, "warning: %s\n", a.warning);
-    free(text);
-    free(argv);
+    else if (warning[0])
+        fprintf(r->o->err, "warning: %s\n", warning);
+    free(init);
     return rc;
 }
 
