@@ -1,8 +1,12 @@
 /* test_api.c — the public library API (gen/app/chetaev.h): loading, errors,
- * queries, parameters, state setting, stepwise integration. */
+ * queries, parameters, state setting, stepwise integration, and the
+ * services of the command line (derivation, emitted code, audit, run). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chetaev.h"
 #include "tests/check.h"
@@ -511,6 +515,157 @@ static void test_bad_arguments(void)
     ch_system_free(s);
 }
 
+/* A temporary file's whole text (malloc'd), rewound first. */
+static char *slurp(FILE *f)
+{
+    long n;
+    char *s;
+    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) return NULL;
+    if (!(s = calloc((size_t)n + 1, 1))) return NULL;
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The services of the command line: the derivation, emitted code,
+ * driver files, the audit, the run options. A form's emitted text does
+ * not depend on the forms emitted before it from the same problem (they
+ * share kernels). */
+static void test_commands(void)
+{
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("knife.nh", knife, strlen(knife), &err);
+    ch_problem *pb2 = ch_problem_parse("knife.nh", knife, strlen(knife), &err);
+    CHECK(pb && pb2);
+    if (!pb || !pb2) return;
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(ch_problem_write_derivation(pb, "json", "energy,H_star", f, &err) == 0);
+        char *s = slurp(f);
+        CHECK(s && s[0] == '{' && strstr(s, "\"energy\"") && strstr(s, "\"H_star\"")
+              && !strstr(s, "\"L_star\""));
+        free(s);
+        fclose(f);
+    }
+    CHECK(ch_problem_write_derivation(pb, "html", NULL, stdout, &err) == CH_E_USAGE);
+    CHECK(ch_problem_write_derivation(pb, NULL, "nosuch", stdout, &err) == CH_E_USAGE);
+
+    char *h[2] = {NULL, NULL}, *c[2] = {NULL, NULL}, *x, *y;
+    size_t hl, cl;
+    CHECK(ch_problem_emit(pb, "reduced", NULL, &h[0], &hl, &c[0], &cl, &err) == 0);
+    CHECK(h[0] && strlen(h[0]) == hl && c[0] && strlen(c[0]) == cl);
+    CHECK(h[0] && strstr(h[0], "knife_reduced_rhs(") != NULL);
+    CHECK(ch_problem_emit(pb2, "full", "kf", &x, &hl, &y, &cl, &err) == 0);
+    CHECK(x && strstr(x, "kf_rhs(") != NULL);
+    free(x), free(y);
+    CHECK(ch_problem_emit(pb2, "hamilton", NULL, &x, &hl, &y, &cl, &err) == 0);
+    free(x), free(y);
+    CHECK(ch_problem_emit(pb2, "reduced", NULL, &h[1], &hl, &c[1], &cl, &err) == 0);
+    CHECK(h[0] && h[1] && !strcmp(h[0], h[1]) && c[0] && c[1] && !strcmp(c[0], c[1]));
+    for (int i = 0; i < 2; i++) free(h[i]), free(c[i]);
+    CHECK(ch_problem_emit(pb, "reduced", "2x", &x, &hl, &y, &cl, &err) == CH_E_USAGE);
+    CHECK(!ch_prefix_valid("2x") && ch_prefix_valid("knife_reduced") && !ch_prefix_valid(NULL));
+
+    const char *name;
+    char *text;
+    size_t len, i = 0, seen = 0;
+    int r;
+    while ((r = ch_driver_file("knife_reduced", i, &name, &text, &len, &err)) == 0) {
+        CHECK(text && strlen(text) == len);
+        if (i == 0) CHECK(!strcmp(name, "main.c") && strstr(text, "knife_reduced.h"));
+        seen += !strcmp(name, "simulate.c");
+        free(text);
+        i++;
+    }
+    CHECK(r == 1 && seen == 1 && i >= 4);
+
+    ch_check_options o = {0, 16, 1, 0, NULL, NULL};
+    char *report, *svg;
+    size_t skipped = 9;
+    CHECK(ch_problem_check(pb, &o, &report, &svg, &skipped, &err) == 0);
+    CHECK(report && strstr(report, "check knife") && strstr(report, "I1"));
+    CHECK(svg && !strncmp(svg, "<?xml", 5) && skipped == 0);
+    free(report), free(svg);
+    o.json = 1, o.loop = 0, o.loop_svg = 0;
+    CHECK(ch_problem_check(pb, &o, &report, &svg, NULL, &err) == 0);
+    CHECK(report && report[0] == '{' && svg == NULL);
+    free(report);
+    o.loop = 3;
+    CHECK(ch_problem_check(pb, &o, &report, &svg, NULL, &err) == CH_E_USAGE);
+
+    char *ok[] = {"--t1", "2", "--dt=0.1", "--set", "g=1"}, *bad[] = {"--rtol", "x"};
+    CHECK(ch_run_args_check(5, ok, &err) == 0);
+    CHECK(ch_run_args_check(2, bad, &err) == CH_E_USAGE && strstr(err.msg, "--rtol"));
+    CHECK(ch_run_option_takes_value("--dt") && !ch_run_option_takes_value("--dt=1")
+          && !ch_run_option_takes_value("--stats"));
+    ch_problem_free(pb);
+    ch_problem_free(pb2);
+}
+
+/* ch_problem_run writes what `chetaev run` writes: its last row agrees
+ * with ch_system_integrate to the same time (the same loop and options),
+ * and the plot is drawn. A plot column that does not exist is refused
+ * before anything runs. */
+static void test_run(void)
+{
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("knife.nh", knife, strlen(knife), &err);
+    char path[] = "/tmp/chetaev_api_run_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(pb && fd >= 0);
+    if (!pb || fd < 0) return;
+    close(fd);
+    char *svg = NULL, *argv[] = {"test run", "--t1", "1.5", "--set", "g=2", "-o", path};
+    ch_run_options o = {"reduced", NULL, 0, &svg, NULL, NULL, 0};
+    CHECK(ch_problem_run(pb, &o, 7, argv, &err) == 0);
+    CHECK(svg && !strncmp(svg, "<?xml", 5));
+    free(svg);
+    FILE *f = fopen(path, "r");
+    char *csv = f ? slurp(f) : NULL;
+    if (f) fclose(f);
+    remove(path);
+    CHECK(csv && !strncmp(csv, "t,x,y,phi,x'", 12));
+    ch_system *s = ch_system_compile(pb, "reduced", NULL, &err);
+    CHECK(s && ch_system_set_param(s, "g", 2, &err) == 0 && ch_system_reset(s, &err) == 0
+          && ch_system_integrate(s, 1.5, NULL, 0, &err) == 0);
+    if (csv && s) { /* the state's columns of the last row, found by name */
+        char *last = csv + strlen(csv) - 1, *hdr_end = strchr(csv, '\n');
+        while (last > csv && last[-1] != '\n') last--;
+        double row[64], worst = 0;
+        int ncol = 0, found = 0;
+        for (char *p = last; ncol < 64 && *p && *p != '\n'; p++) {
+            row[ncol++] = strtod(p, &p);
+            if (*p != ',') break;
+        }
+        CHECK(ncol > 0 && row[0] == 1.5);
+        for (int i = 0; hdr_end && i < ch_system_nx(s); i++) {
+            const char *name = ch_system_state_name(s, i), *h = csv;
+            for (int col = 0; col < ncol && h < hdr_end; col++) {
+                size_t n = strcspn(h, ",\n");
+                if (n == strlen(name) && !strncmp(h, name, n)) {
+                    double d = fabs(row[col] - ch_system_state(s)[i]);
+                    if (!(d <= worst)) worst = d;
+                    found++;
+                }
+                h += n + 1;
+            }
+        }
+        CHECK(found == ch_system_nx(s));
+        CHECK_MSG(worst == 0, "run and ch_system_integrate differ by %g", worst);
+    }
+    free(csv);
+    ch_system_free(s);
+    const char *cols[] = {"nosuch"};
+    ch_run_options bad = {NULL, NULL, 0, &svg, NULL, cols, 1};
+    char *argv2[] = {"test run", "--t1", "0.1", "-o", "/nonexistent/x.csv"};
+    CHECK(ch_problem_run(pb, &bad, 5, argv2, &err) == -1 && err.code == CH_E_USAGE
+          && strstr(err.msg, "nosuch"));
+    ch_problem_free(pb);
+}
+
 int main(void)
 {
     RUN(test_bad_arguments);
@@ -524,5 +679,7 @@ int main(void)
     RUN(test_adaptive);
     RUN(test_warnings);
     RUN(test_events_cvode);
+    RUN(test_commands);
+    RUN(test_run);
     return check_summary("api");
 }

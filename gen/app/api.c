@@ -11,13 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "app/report.h"
+#include "codegen/emit_c.h"
+#include "core/version.h"
+#include "doc/derive.h"
+#include "doc/plot.h"
 #include "jit/chart.h"
 #include "jit/compile.h"
 #include "jit/cvode.h"
-#include "mech/mechanics.h"
-#include "codegen/emit_c.h"
+#include "jit/driver.h"
 #include "lang/model.h"
+#include "mech/mechanics.h"
 #include "runtime/simulate.h"
 
 /* The public codes are the internal ones under other names. */
@@ -35,6 +41,8 @@ struct ch_problem {
     char *file; /* the model keeps a pointer to it */
     char *text; /* the model's source, for the systems' re-charting */
     size_t len;
+    ch_derivation *doc;    /* the document, made at the first write */
+    ch_emit_cache *cache;  /* the kernels the emitted forms share */
 };
 
 struct ch_system {
@@ -121,9 +129,14 @@ void ch_err_format(const ch_err *err, char *buf, size_t size)
 
 /* ---- models ------------------------------------------------------------------ */
 
-/* Parses (text != NULL) or loads the file, then derives. */
+const char *ch_version(void) { return CH_VERSION; }
+
+void ch_cleanup(void) { flint_cleanup_master(); }
+
+/* Parses (text != NULL) or loads the file, then derives under the node
+ * budget max_nodes (0: none). */
 static ch_problem *problem_new(const char *file, const char *text, size_t len,
-                               ch_err *err)
+                               size_t max_nodes, ch_err *err)
 {
     ch_error e;
     ch_error_clear(&e);
@@ -143,8 +156,14 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
     } else {
         rc = ch_model_read(pb->file, &pb->text, &pb->len, &e);
     }
+    ch_ctx_set_node_limit(pb->ctx, max_nodes);
     if (!rc) rc = ch_model_parse(pb->ctx, pb->file, pb->text, pb->len, &pb->model, &e);
     if (!rc) rc = ch_mechanics_derive(pb->ctx, pb->model, &pb->der, &e);
+    char st[128];
+    if (rc == CH_ERR_LIMIT && pb->model
+        && ch_model_statement_at(pb->model, e.line, e.col, st, sizeof st))
+        ch_str_append(e.msg, sizeof e.msg, " (deriving from the '%s' statement; see "
+                      "--max-nodes)", st);
     if (rc) {
         export_error(err, &e);
         ch_problem_free(pb);
@@ -156,7 +175,13 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
 ch_problem *ch_problem_load(const char *path, ch_err *err)
 {
     NEED_PTR(path, "ch_problem_load: no path");
-    return problem_new(path, NULL, 0, err);
+    return problem_new(path, NULL, 0, 0, err);
+}
+
+ch_problem *ch_problem_load_limited(const char *path, size_t max_nodes, ch_err *err)
+{
+    NEED_PTR(path, "ch_problem_load_limited: no path");
+    return problem_new(path, NULL, 0, max_nodes, err);
 }
 
 ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
@@ -164,7 +189,7 @@ ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
 {
     /* (no text is an error, not a request to read a file of that name) */
     NEED_PTR(text, "ch_problem_parse: no model text");
-    return problem_new(name ? name : "model", text, len, err);
+    return problem_new(name ? name : "model", text, len, 0, err);
 }
 
 size_t ch_problem_warning_count(const ch_problem *pb)
@@ -180,6 +205,7 @@ const char *ch_problem_warning(const ch_problem *pb, size_t i)
 void ch_problem_free(ch_problem *pb)
 {
     if (!pb) return;
+    ch_emit_cache_free(pb->cache);
     if (pb->ctx) ch_ctx_free(pb->ctx);
     free(pb->file);
     free(pb->text);
@@ -189,6 +215,318 @@ void ch_problem_free(ch_problem *pb)
 const char *ch_problem_name(const ch_problem *pb)
 {
     return pb ? pb->model->name : NULL;
+}
+
+/* ---- documents and emitted code ------------------------------------------------- */
+
+/* A codegen or document error carries no position: it names the model. */
+static int export_in(ch_err *out, ch_error *e, const ch_problem *pb)
+{
+    if (!e->file) e->file = pb->model->file;
+    export_error(out, e);
+    return (int)e->code;
+}
+
+int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *only,
+                                FILE *out, ch_err *err)
+{
+    static const struct { const char *name; ch_format f; } fmts[] = {
+        {"text", CH_FORMAT_TEXT}, {"latex", CH_FORMAT_LATEX},
+        {"sympy", CH_FORMAT_SYMPY}, {"json", CH_FORMAT_JSON}};
+    NEED(pb && out, "ch_problem_write_derivation: no problem or stream");
+    size_t fi = 0;
+    while (fi < 4 && strcmp(format ? format : "text", fmts[fi].name)) fi++;
+    if (fi == 4)
+        return fail(err, CH_E_USAGE, "unknown format '%s' (text, latex, sympy, json)", format);
+    char *list = only ? strdup(only) : NULL;
+    const char *sec[64];
+    size_t n = 0;
+    if (only && !list) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    for (char *tok = list ? strtok(list, ",") : NULL; tok && n < 64; tok = strtok(NULL, ","))
+        sec[n++] = tok;
+    ch_error e;
+    ch_error_clear(&e);
+    int rc = 0;
+    if (only && n == 0)
+        rc = fail(err, CH_E_USAGE, "%s", "no section to print");
+    else if (!pb->doc && ch_derivation_of(pb->der, &pb->doc, &e))
+        rc = export_in(err, &e, pb);
+    else if (ch_derivation_prepare(pb->doc, fmts[fi].f, n, only ? sec : NULL))
+        rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
+    else if (ch_derivation_fwrite(out, pb->doc, fmts[fi].f, n, only ? sec : NULL, &e))
+        rc = export_in(err, &e, pb);
+    free(list);
+    return rc;
+}
+
+int ch_prefix_valid(const char *prefix) { return prefix && ch_driver_prefix_ok(prefix); }
+
+int ch_problem_emit(ch_problem *pb, const char *form, const char *prefix, char **header,
+                    size_t *hlen, char **source, size_t *slen, ch_err *err)
+{
+    NEED(pb && header && hlen && source && slen, "ch_problem_emit: no problem or output");
+    *header = *source = NULL;
+    int f = ch_form_parse(form ? form : "reduced");
+    if (f < 0) return fail(err, CH_E_USAGE, "unknown form '%s' (full, reduced, hamilton)", form);
+    char pre[128];
+    if (prefix && !ch_driver_prefix_ok(prefix))
+        return fail(err, CH_E_USAGE, "prefix '%s' is not a C identifier", prefix);
+    int n = snprintf(pre, sizeof pre, "%s_%s", pb->model->name, ch_form_name((ch_form)f));
+    if (!prefix && (n < 0 || (size_t)n >= sizeof pre || !ch_driver_prefix_ok(pre)))
+        return fail(err, CH_E_USAGE, "cannot form a C prefix from '%s': use --prefix",
+                    pb->model->name);
+    if (!pb->cache && !(pb->cache = ch_emit_cache_new()))
+        return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    ch_buf h, s;
+    ch_buf_init(&h);
+    ch_buf_init(&s);
+    ch_error e;
+    ch_error_clear(&e);
+    int rc = 0;
+    if (ch_emit_c_cached(pb->ctx, pb->der, (ch_form)f, prefix ? prefix : pre, pb->cache, &h,
+                         &s, &e))
+        rc = export_in(err, &e, pb);
+    else if (h.oom || s.oom)
+        rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
+    *hlen = h.len, *slen = s.len;
+    if (!rc && (!(*header = ch_buf_take(&h)) || !(*source = ch_buf_take(&s)))) {
+        free(*header);
+        *header = NULL;
+        rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
+    }
+    ch_buf_free(&h);
+    ch_buf_free(&s);
+    return rc;
+}
+
+int ch_driver_file(const char *prefix, size_t i, const char **name, char **text,
+                   size_t *len, ch_err *err)
+{
+    NEED(prefix && name && text && len, "ch_driver_file: no prefix or output");
+    if (!ch_driver_prefix_ok(prefix))
+        return fail(err, CH_E_USAGE, "prefix '%s' is not a C identifier", prefix);
+    *text = NULL;
+    if (i == 0) {
+        ch_buf b;
+        ch_buf_init(&b);
+        ch_emit_driver(prefix, &b);
+        *name = "main.c", *len = b.len;
+        if (b.oom || !(*text = ch_buf_take(&b))) {
+            ch_buf_free(&b);
+            return fail(err, CH_E_MEMORY, "%s", "out of memory");
+        }
+        return 0;
+    }
+    const char *t;
+    ch_error e;
+    ch_error_clear(&e);
+    int r = ch_driver_runtime_file(i - 1, name, &t, len, &e);
+    if (r == 1) return 1;
+    if (r) {
+        export_error(err, &e);
+        return (int)e.code;
+    }
+    if (!(*text = malloc(*len + 1))) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    memcpy(*text, t, *len);
+    (*text)[*len] = 0;
+    return 0;
+}
+
+/* ---- the audit ---------------------------------------------------------------------- */
+
+/* The audit's hooks (ch_audit_hooks): the time limit and the progress. */
+typedef struct {
+    const ch_check_options *o;
+    struct timespec t0;
+    size_t total;
+} audit_clock;
+
+static double audit_elapsed(const audit_clock *c)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
+}
+
+static int audit_stop(void *ctx)
+{
+    const audit_clock *c = ctx;
+    return c->o->time_limit > 0 && audit_elapsed(c) > c->o->time_limit;
+}
+
+static void audit_progress(void *ctx, size_t done, const char *name)
+{
+    const audit_clock *c = ctx;
+    if (c->o->progress) c->o->progress(c->o->progress_ctx, done, c->total, name, audit_elapsed(c));
+}
+
+int ch_problem_check(ch_problem *pb, const ch_check_options *o, char **report, char **svg,
+                     size_t *skipped, ch_err *err)
+{
+    NEED(pb && o && report && svg, "ch_problem_check: no problem, options or output");
+    *report = *svg = NULL;
+    if (skipped) *skipped = 0;
+    if (o->loop && (o->loop < CH_LOOP_POINTS_MIN || o->loop > CH_LOOP_POINTS_MAX))
+        return fail(err, CH_E_USAGE, "%s", "a loop needs from 8 to 100000 points");
+    if (o->loop_svg && o->loop <= 0) return fail(err, CH_E_USAGE, "%s", "no loop to draw");
+    ch_audit a;
+    ch_loop_result loop = {0};
+    ch_loop_options lo;
+    ch_loop_options_default(&lo);
+    lo.keep_states = o->loop_svg;
+    const ch_model *m = pb->model;
+    audit_clock clk = {o, {0, 0}, 2 + m->n + m->nfields + m->nintegrals}; /* at most */
+    clock_gettime(CLOCK_MONOTONIC, &clk.t0);
+    ch_audit_hooks hooks = {audit_stop, audit_progress, &clk};
+    ch_error e;
+    ch_error_clear(&e);
+    ch_buf out, pic;
+    ch_buf_init(&out);
+    ch_buf_init(&pic);
+    int rc = 0;
+    if (ch_audit_run(pb->ctx, pb->der, &hooks, &a, &e)) {
+        rc = export_in(err, &e, pb);
+    } else {
+        if (skipped) *skipped = a.skipped;
+        if (o->loop > 0 && ch_loop_run(pb->ctx, pb->der, (size_t)o->loop, &lo, &loop, &e))
+            rc = export_in(err, &e, pb);
+        else if (o->loop_svg && ch_loop_svg(&pic, pb->der, &loop, &e))
+            rc = export_in(err, &e, pb);
+    }
+    if (!rc) {
+        if (o->json) ch_audit_write_json(&out, &a, o->loop > 0 ? &loop : NULL);
+        else ch_audit_write_text(&out, &a, o->loop > 0 ? &loop : NULL);
+        if (out.oom || pic.oom || !(*report = ch_buf_take(&out))
+            || (o->loop_svg && !(*svg = ch_buf_take(&pic)))) {
+            free(*report);
+            *report = NULL;
+            rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
+        }
+    }
+    ch_buf_free(&out);
+    ch_buf_free(&pic);
+    free(loop.start);
+    free(loop.end);
+    return rc;
+}
+
+/* ---- running as the command run does ----------------------------------------- */
+
+int ch_run_args_check(int argc, char **argv, ch_err *err)
+{
+    chrt_args a;
+    char msg[600];
+    NEED(argc == 0 || argv, "ch_run_args_check: no arguments");
+    if (chrt_parse_args(NULL, argc, argv, &a, NULL, NULL, msg, sizeof msg))
+        return fail(err, CH_E_USAGE, "%s", msg);
+    return 0;
+}
+
+int ch_run_option_takes_value(const char *arg) { return arg && chrt_option_takes_value(arg); }
+
+/* The plot's columns (x first for an xy plot) into v, checked against
+ * the table's. */
+static int plot_columns(const chrt_system *s, const ch_table *tb, const ch_run_options *o,
+                        const char **v, size_t *nv, ch_err *err)
+{
+    *nv = 0;
+    if (o->plot_x) v[(*nv)++] = o->plot_x;
+    for (size_t i = 0; i < o->nplot && *nv < CH_PLOT_MAX_SERIES + 1; i++) v[(*nv)++] = o->plot_y[i];
+    for (int i = 0; !o->plot_x && !o->nplot && i < s->nq && *nv < CH_PLOT_MAX_SERIES; i++)
+        v[(*nv)++] = s->state_names[i];
+    if (o->nplot > CH_PLOT_MAX_SERIES || (o->plot_x && o->nplot != 1))
+        return fail(err, CH_E_USAGE, "%s", "an xy plot takes one column against plot_x, "
+                    "a plot at most 16 columns");
+    for (size_t i = 0; i < *nv; i++)
+        if (ch_table_column(tb, v[i]) < 0)
+            return fail(err, CH_E_USAGE, "no column '%s' to plot (t, the coordinates, "
+                        "their velocities NAME', E or an output column)", v[i]);
+    return 0;
+}
+
+/* chrt_main_sink with every row also kept in a table, then plotted into
+ * *o->svg (also the rows before a numerical failure). */
+static int run_and_plot(const chrt_system *s, const chrt_main_hooks *run, int argc,
+                        char **argv, const ch_run_options *o, const char *title, ch_err *err)
+{
+    const char *v[CH_PLOT_MAX_SERIES + 1];
+    size_t nv = 0;
+    ch_table tb;
+    ch_table_init(&tb);
+    ch_error e;
+    ch_error_clear(&e);
+    int rc = ch_driver_table_columns(&tb, s, &e) ? (export_error(err, &e), -1)
+             : plot_columns(s, &tb, o, v, &nv, err) ? -1 : 0;
+    if (!rc) {
+        chrt_sink sink;
+        ch_driver_table_sink(&tb, &sink);
+        chrt_main_hooks hooks = {&sink, run->rechart, run->rechart_ctx, run->ext};
+        rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
+        if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
+            ch_buf svg;
+            ch_buf_init(&svg);
+            if (ch_table_plot(&svg, &tb, title, o->plot_x ? v[0] : NULL, o->plot_x ? 1 : nv,
+                              o->plot_x ? v + 1 : v, &e)) {
+                export_error(err, &e);
+                if (!rc) rc = -1;
+            } else if (!(*o->svg = ch_buf_take(&svg)) && !rc) {
+                fail(err, CH_E_MEMORY, "%s", "out of memory");
+                rc = -1;
+            }
+            ch_buf_free(&svg);
+        }
+    }
+    ch_table_free(&tb);
+    return rc;
+}
+
+int ch_problem_run(ch_problem *pb, const ch_run_options *o, int argc, char **argv,
+                   ch_err *err)
+{
+    if (!pb || !o || argc < 1 || !argv) {
+        fail(err, CH_E_USAGE, "%s", "ch_problem_run: no problem, options or arguments");
+        return -1;
+    }
+    if (o->svg) *o->svg = NULL;
+    int f = ch_form_parse(o->form ? o->form : "reduced");
+    ch_compiler cc = o->compiler && !strcmp(o->compiler, "cc") ? CH_COMPILER_CC : CH_COMPILER_TCC;
+    chrt_args args;
+    char msg[600];
+    if (f < 0 || (o->compiler && strcmp(o->compiler, "cc") && strcmp(o->compiler, "tcc"))) {
+        fail(err, CH_E_USAGE, "unknown form or compiler '%s'", f < 0 ? o->form : o->compiler);
+        return -1;
+    }
+    if (chrt_parse_args(NULL, argc - 1, argv + 1, &args, NULL, NULL, msg, sizeof msg)) {
+        fail(err, CH_E_USAGE, "%s", msg);
+        return -1;
+    }
+    ch_error e;
+    ch_error_clear(&e);
+    ch_compiled *c = NULL;
+    ch_charts *charts = NULL;
+    char title[200];
+    snprintf(title, sizeof title, "%s (%s form)", pb->model->name, ch_form_name((ch_form)f));
+    int rc = 0;
+    if (ch_compile_form(pb->ctx, pb->der, (ch_form)f, NULL, cc, &c, &e)) {
+        export_in(err, &e, pb);
+        rc = -1;
+    } else if (!o->no_rechart && c->sys.chart_quality
+               && !(charts = ch_charts_new(pb->ctx, pb->der, (ch_form)f, cc, &c->sys,
+                                           args.opt.chart_min))) {
+        fail(err, CH_E_MEMORY, "%s", "out of memory");
+        rc = -1;
+    }
+    /* --method cvode: SUNDIALS behind the runtime's loop */
+    ch_cvode_ext cv;
+    ch_cvode_ext_init(&cv);
+    chrt_main_hooks hooks = {NULL, charts ? ch_charts_rechart : NULL, charts, &cv.ops};
+    if (!rc)
+        rc = o->svg ? run_and_plot(&c->sys, &hooks, argc, argv, o, title, err)
+                    : chrt_main_sink(&c->sys, argc, argv, &hooks, NULL);
+    ch_cvode_ext_free(&cv);
+    ch_charts_free(charts);
+    ch_compiled_free(c);
+    return rc;
 }
 
 /* ---- compiled systems --------------------------------------------------------- */

@@ -30,6 +30,7 @@
 #define CHETAEV_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,9 +73,24 @@ typedef int (*ch_rhs_fn)(double t, const double *x, const double *p,
  * reconstructed). */
 typedef double (*ch_energy_fn)(double t, const double *x, const double *p);
 
+/* The version ("1.2.3"). */
+const char *ch_version(void);
+/* Frees the process-wide caches of the arithmetic library (FLINT's), for
+ * a leak checker at exit; no chetaev object may be used afterwards. */
+void ch_cleanup(void);
+
 /* ---- models ----------------------------------------------------------- */
 
 ch_problem *ch_problem_load(const char *path, ch_err *err);
+/* The budget of expression nodes `chetaev` gives a derivation by default:
+ * the examples need under 10^3, a 40-body chain 5*10^4, the 200-trailer
+ * about 3*10^6 (1.1 GB); about 2 GB keeps an exponentially growing model
+ * from exhausting memory. */
+#define CH_DEFAULT_MAX_NODES 8000000
+/* ch_problem_load under a budget of max_nodes expression nodes (0: none,
+ * ch_problem_load's): a model that exceeds it is CH_E_LIMIT, the message
+ * naming the statement being derived. */
+ch_problem *ch_problem_load_limited(const char *path, size_t max_nodes, ch_err *err);
 /* name is used in error messages and as the default model name (its stem,
  * as for a file); NULL means "model". */
 ch_problem *ch_problem_parse(const char *name, const char *text, size_t len,
@@ -89,6 +105,97 @@ const char *ch_problem_name(const ch_problem *pb);
  * systems start from the corrected state. */
 size_t ch_problem_warning_count(const ch_problem *pb);
 const char *ch_problem_warning(const ch_problem *pb, size_t i);
+
+/* ---- documents and emitted code (the commands derive and emit) ---------- */
+
+/* Writes the derivation (SPEC §3) to out in format "text" (NULL), "latex",
+ * "sympy" or "json", only the sections of the comma-separated list only
+ * (NULL: all). CH_E_USAGE for an unknown format or section, CH_E_IO when
+ * out cannot be written. */
+int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *only,
+                                FILE *out, ch_err *err);
+
+/* 1 when prefix can prefix the emitted C symbols (SPEC §4: a C identifier
+ * of at most 64 characters that is no keyword). */
+int ch_prefix_valid(const char *prefix);
+/* The emitted C of a form (SPEC §4) with the symbols' prefix (NULL:
+ * MODEL_FORM): header and source as malloc'd strings of hlen and slen
+ * bytes (NUL-terminated; the caller frees). CH_E_MODEL when the form does
+ * not exist for the model, CH_E_USAGE for a prefix that is not valid.
+ * The forms of one problem share the kernels they have in common (each
+ * built once); a form's text does not depend on the forms emitted before
+ * it. */
+int ch_problem_emit(ch_problem *pb, const char *form, const char *prefix, char **header,
+                    size_t *hlen, char **source, size_t *slen, ch_err *err);
+/* The files of the driver program of `emit --driver` for the form emitted
+ * with prefix, i = 0, 1, ...: main.c, then the runtime's sources. *name
+ * is static, *text malloc'd (len bytes; the caller frees). 0, 1 when
+ * there is no file i, or an error code. */
+int ch_driver_file(const char *prefix, size_t i, const char **name, char **text,
+                   size_t *len, ch_err *err);
+
+/* ---- the audit (the command check) --------------------------------------- */
+
+typedef struct ch_check_options {
+    int json;          /* the report in JSON (SPEC §2) instead of text */
+    long loop;         /* > 0: also transport a loop of that many states
+                          (CH_LOOP_POINTS_MIN..MAX) with the hamilton form
+                          and report the Poincare-Cartan integral I1 */
+    int loop_svg;      /* with loop: also draw it (ch_problem_check's svg) */
+    double time_limit; /* > 0: quantities not decided after that many
+                          seconds are reported unknown */
+    /* Called as each quantity is decided (NULL: not), with the seconds
+     * since the audit began. */
+    void (*progress)(void *ctx, size_t done, size_t total, const char *name,
+                     double seconds);
+    void *progress_ctx;
+} ch_check_options;
+#define CH_LOOP_POINTS_MIN 8
+#define CH_LOOP_POINTS_MAX 100000
+
+/* Audits which quantities the model conserves (README "What check
+ * reports") into *report (malloc'd text or JSON; the caller frees), with
+ * o->loop_svg the loop's SVG into *svg (else *svg is NULL), and the
+ * number of quantities the time limit left undecided into *skipped (may
+ * be NULL). */
+int ch_problem_check(ch_problem *pb, const ch_check_options *o, char **report, char **svg,
+                     size_t *skipped, ch_err *err);
+
+/* ---- running as the command run does ------------------------------------ */
+
+/* At most this many columns in the plot of a run. */
+#define CH_PLOT_SERIES_MAX 16
+
+typedef struct ch_run_options {
+    const char *form, *compiler; /* NULL: "reduced", "tcc" */
+    int no_rechart;  /* a reduced or hamilton form stops at a singular chart
+                        instead of switching charts (README "Charts") */
+    /* With svg not NULL, the rows are also plotted into *svg (malloc'd,
+     * NULL when there was no row): the columns plot_y (nplot of them; 0:
+     * the coordinates, at most CH_PLOT_SERIES_MAX) against t, or against
+     * the column plot_x when it is not NULL. */
+    char **svg;
+    const char *plot_x;
+    const char *const *plot_y;
+    size_t nplot;
+} ch_run_options;
+
+/* Compiles the form and runs it as `chetaev run` and the emitted driver
+ * programs do: the runtime's options in argv[1..argc) (README
+ * "Integration": --method, --t1, --rtol, --set, --init, -o, --stats ...),
+ * the CSV to stdout or -o FILE, notes, errors and --stats on stderr
+ * prefixed by argv[0]. Returns the exit code of SPEC §2 (0; 2: bad
+ * options, 3: a numerical failure, the rows before it written and
+ * plotted), or -1 with err when nothing ran (the form cannot be compiled,
+ * a plot column does not exist: CH_E_USAGE) or the plot failed. */
+int ch_problem_run(ch_problem *pb, const ch_run_options *o, int argc, char **argv,
+                   ch_err *err);
+/* The syntax of the runtime's options argv[0..argc) (no program name),
+ * checked without a model: 0, or CH_E_USAGE with the message. */
+int ch_run_args_check(int argc, char **argv, ch_err *err);
+/* 1 when arg is one of those options and takes a separate value ("--dt",
+ * not "--dt=1"), so that a front end can pass them through. */
+int ch_run_option_takes_value(const char *arg);
 
 /* ---- compiled systems --------------------------------------------------- */
 

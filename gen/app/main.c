@@ -15,18 +15,8 @@
 #include <sys/mman.h>
 #endif
 
-#include "jit/chart.h"
-#include "jit/compile.h"
-#include "jit/cvode.h"
-#include "doc/derive.h"
-#include "jit/driver.h"
-#include "codegen/emit_c.h"
-#include "jit/jit.h"
-#include "core/version.h"
-#include "lang/model.h"
-#include "doc/plot.h"
+#include "app/chetaev.h"
 #include "app/repl.h"
-#include "app/report.h"
 
 
 /* EXIT_OUTPUT: an output (stdout, a file of -o) that cannot be written
@@ -174,38 +164,28 @@ static int model_argument(const char *cmd, const char *a, const char **path)
     return 0;
 }
 
-static int report(const ch_error *err)
+/* report() for the library API's errors. */
+static int report_api(const ch_err *err)
 {
     char buf[1024];
-    ch_error_format(err, buf, sizeof buf);
+    ch_err_format(err, buf, sizeof buf);
     fprintf(stderr, "%s\n", buf);
     switch (err->code) {
-    case CH_ERR_USAGE: return EXIT_USAGE;
-    case CH_ERR_NUMERIC: return 3;
+    case CH_E_USAGE: return EXIT_USAGE;
+    case CH_E_NUMERIC: return 3;
     default: return EXIT_MODEL;
     }
 }
 
-/* report() for errors of code generation, which carry no position: the
- * model file is the place they name. */
-static int report_in(ch_error *err, const char *file)
+/* 1 when s is one of the n names. */
+static int one_of(const char *s, const char *const *names, size_t n)
 {
-    if (!err->file) err->file = file;
-    return report(err);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) return 1;
+    return 0;
 }
 
-static int parse_format(const char *s, ch_format *f)
-{
-    static const struct { const char *name; ch_format f; } fmts[] = {
-        {"text", CH_FORMAT_TEXT}, {"latex", CH_FORMAT_LATEX},
-        {"sympy", CH_FORMAT_SYMPY}, {"json", CH_FORMAT_JSON}};
-    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
-        if (strcmp(s, fmts[i].name) == 0) {
-            *f = fmts[i].f;
-            return 0;
-        }
-    return -1;
-}
+static const char *const forms[] = {"full", "reduced", "hamilton"};
 
 /* Splits "a,b,c" in place into at most max pointers. */
 static size_t split_commas(char *s, const char **out, size_t max)
@@ -229,39 +209,22 @@ static int opt_value(int argc, char **argv, int *i, const char *opt,
     return 1;
 }
 
-/* Expression nodes a derivation may build unless --max-nodes says
- * otherwise: the examples need under 10^3, a 40-body chain 5*10^4, the
- * 200-trailer of bench/ about 3*10^6 (1.1 GB); the budget, about 2 GB,
- * keeps an exponentially growing model from exhausting memory. */
-#define DEFAULT_MAX_NODES 8000000
-
-/* Loads and derives MODEL under a node budget (0: none); on failure
- * reports and returns the exit code. */
-static int load_derive(ch_ctx *ctx, const char *path, size_t max_nodes,
-                       ch_model **m, ch_mechanics **d)
+/* Loads and derives MODEL under a node budget (0: none), its warnings on
+ * stderr; on failure reports and returns the exit code. */
+static int load(const char *path, size_t max_nodes, ch_problem **pb)
 {
-    ch_error err;
-    ch_error_clear(&err);
-    ch_ctx_set_node_limit(ctx, max_nodes);
-    char st[128];
-    if (ch_model_load(ctx, path, m, &err)) return report(&err);
-    if (ch_mechanics_derive(ctx, *m, d, &err)) {
-        if (err.code == CH_ERR_LIMIT
-            && ch_model_statement_at(*m, err.line, err.col, st, sizeof st))
-            ch_str_append(err.msg, sizeof err.msg, " (deriving from the "
-                          "'%s' statement; see --max-nodes)", st);
-        return report(&err);
-    }
+    ch_err err;
+    if (!(*pb = ch_problem_load_limited(path, max_nodes, &err))) return report_api(&err);
     /* what was made consistent in the model's initial state (SPEC §1) */
-    for (size_t i = 0; i < (*d)->init.nwarn; i++) fprintf(stderr, "%s\n", (*d)->init.warn[i]);
+    for (size_t i = 0; i < ch_problem_warning_count(*pb); i++)
+        fprintf(stderr, "%s\n", ch_problem_warning(*pb, i));
     return 0;
 }
 
 static int cmd_derive(int argc, char **argv, size_t max_nodes)
 {
-    const char *path = NULL;
-    ch_format fmt = CH_FORMAT_TEXT;
-    char *only_arg = NULL;
+    static const char *const formats[] = {"text", "latex", "sympy", "json"};
+    const char *path = NULL, *fmt = "text", *only = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -269,53 +232,37 @@ static int cmd_derive(int argc, char **argv, size_t max_nodes)
             return 0;
         } else if (opt_value(argc, argv, &i, "--format", &v)) {
             if (!v) return usage_error("derive", "%s needs a value", "--format");
-            if (parse_format(v, &fmt))
+            if (!one_of(v, formats, 4))
                 return usage_error("derive",
                                    "unknown format '%s' (text, latex, sympy, json)", v);
+            fmt = v;
         } else if (opt_value(argc, argv, &i, "--only", &v)) {
             if (!v) return usage_error("derive", "%s needs a value", "--only");
-            only_arg = (char *)v; /* argv storage: split in place below */
+            only = v;
         } else {
             int rc = model_argument("derive", a, &path);
             if (rc) return rc;
         }
     }
     if (!path) return usage_error("derive", "%s", "missing MODEL file");
-
-    const char *only[64];
-    size_t nonly = only_arg ? split_commas(only_arg, only, 64) : 0;
-    if (only_arg && nonly == 0)
+    if (only && !only[strspn(only, ",")])
         return usage_error("derive", "%s", "--only needs at least one section");
-
-    ch_ctx *ctx = ch_ctx_new();
-    if (!ctx) {
-        fputs("chetaev: out of memory\n", stderr);
-        return EXIT_MODEL;
+    ch_problem *pb = NULL;
+    ch_err err;
+    int rc = load(path, max_nodes, &pb);
+    if (!rc && ch_problem_write_derivation(pb, fmt, only, stdout, &err)) {
+        rc = report_api(&err);
+        if (err.code == CH_E_IO) rc = EXIT_OUTPUT;
     }
-    ch_error err;
-    ch_error_clear(&err);
-    ch_model *m = NULL;
-    ch_mechanics *mech = NULL;
-    ch_derivation *d = NULL;
-    int rc = load_derive(ctx, path, max_nodes, &m, &mech);
-    if (!rc && ch_derivation_of(mech, &d, &err)) {
-        rc = report(&err);
-    } else if (!rc && ch_derivation_prepare(d, fmt, nonly, only)) {
-        ch_error_set(&err, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
-        rc = report(&err);
-    } else if (!rc && ch_derivation_fwrite(stdout, d, fmt, nonly, only, &err)) {
-        rc = report(&err);
-        if (err.code == CH_ERR_IO) rc = EXIT_OUTPUT;
-    }
-    ch_ctx_free(ctx);
+    ch_problem_free(pb);
     return rc;
 }
 
 /* MODEL_FORM, or NAME_FORM for --form all with --prefix NAME. */
-static int default_prefix(const char *base, ch_form f, char *buf, size_t size)
+static int default_prefix(const char *base, const char *form, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s_%s", base, ch_form_name(f));
-    return n < 0 || (size_t)n >= size || !ch_driver_prefix_ok(buf) ? -1 : 0;
+    int n = snprintf(buf, size, "%s_%s", base, form);
+    return n < 0 || (size_t)n >= size || !ch_prefix_valid(buf) ? -1 : 0;
 }
 
 /* The files of one `emit`, built in memory before any is written. */
@@ -463,51 +410,46 @@ static int make_dirs(const char *dir)
 
 /* Emits one form into fs; returns an exit code, or -1 when the form does
  * not exist for the model and skip_missing is set. */
-static int emit_form(ch_ctx *ctx, const ch_mechanics *d, ch_form f,
-                     const char *prefix, out_files *fs, int skip_missing,
-                     ch_emit_cache *cache)
+static int emit_form(ch_problem *pb, const char *form, const char *prefix, out_files *fs,
+                     int skip_missing)
 {
-    ch_buf h, c;
-    ch_buf_init(&h);
-    ch_buf_init(&c);
-    ch_error err;
-    ch_error_clear(&err);
+    char *h = NULL, *c = NULL;
+    size_t hl = 0, cl = 0;
+    ch_err err;
     int rc = 0;
-    if (ch_emit_c_cached(ctx, d, f, prefix, cache, &h, &c, &err)) {
-        if (skip_missing && err.code == CH_ERR_MODEL) {
-            fprintf(stderr, "chetaev emit: skipping form %s: %s\n",
-                    ch_form_name(f), err.msg);
+    if (ch_problem_emit(pb, form, prefix, &h, &hl, &c, &cl, &err)) {
+        if (skip_missing && err.code == CH_E_MODEL) {
+            fprintf(stderr, "chetaev emit: skipping form %s: %s\n", form, err.msg);
             rc = -1;
         } else
-            rc = report_in(&err, d->model->file);
-    } else if (h.oom || c.oom || files_add(fs, prefix, ".h", h.s, h.len)
-               || files_add(fs, prefix, ".c", c.s, c.len)) {
+            rc = report_api(&err);
+    } else if (files_add(fs, prefix, ".h", h, hl) || files_add(fs, prefix, ".c", c, cl)) {
         fputs("chetaev: out of memory\n", stderr);
         rc = EXIT_MODEL;
     }
-    ch_buf_free(&h);
-    ch_buf_free(&c);
+    free(h);
+    free(c);
     return rc;
 }
 
 /* The driver's main.c and the runtime sources into fs. */
 static int emit_driver_files(const char *prefix, out_files *fs)
 {
-    ch_buf main_c;
-    ch_buf_init(&main_c);
-    ch_emit_driver(prefix, &main_c);
-    int rc = main_c.oom || files_add(fs, "main", ".c", main_c.s, main_c.len) ? EXIT_MODEL : 0;
-    ch_buf_free(&main_c);
-    for (size_t i = 0; !rc; i++) {
-        const char *name, *text;
+    for (size_t i = 0;; i++) {
+        const char *name;
+        char *text = NULL;
         size_t len;
-        ch_error err;
-        ch_error_clear(&err);
-        int r = ch_driver_runtime_file(i, &name, &text, &len, &err);
-        if (r == 1) break;
-        rc = r ? report(&err) : files_add(fs, name, "", text, len) ? EXIT_MODEL : 0;
+        ch_err err;
+        int r = ch_driver_file(prefix, i, &name, &text, &len, &err);
+        if (r == 1) return 0;
+        if (r) return report_api(&err);
+        r = files_add(fs, name, "", text, len);
+        free(text);
+        if (r) {
+            fputs("chetaev: out of memory\n", stderr);
+            return EXIT_MODEL;
+        }
     }
-    return rc;
 }
 
 static int cmd_emit(int argc, char **argv, size_t max_nodes)
@@ -537,11 +479,11 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
     }
     if (!path) return usage_error("emit", "%s", "missing MODEL file");
     int all = !strcmp(form, "all");
-    if (!all && ch_form_parse(form) < 0)
+    if (!all && !one_of(form, forms, 3))
         return usage_error("emit", "unknown form '%s' (full, reduced, hamilton, all)", form);
     if (all && driver)
         return usage_error("emit", "%s", "--driver needs one form, not --form all");
-    if (prefix && !ch_driver_prefix_ok(prefix))
+    if (prefix && !ch_prefix_valid(prefix))
         return usage_error("emit", "--prefix '%s' is not a C identifier", prefix);
     /* the driver's own files */
     if (prefix && driver
@@ -549,28 +491,20 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
         return usage_error("emit", "--prefix '%s' is the name of a file of the driver program "
                            "(main, integrate, simulate)", prefix);
 
-    ch_ctx *ctx = ch_ctx_new();
-    if (!ctx) {
-        fputs("chetaev: out of memory\n", stderr);
-        return EXIT_MODEL;
-    }
-    ch_model *m = NULL;
-    ch_mechanics *d = NULL;
-    int rc = load_derive(ctx, path, max_nodes, &m, &d), written = 0;
+    ch_problem *pb = NULL;
+    int rc = load(path, max_nodes, &pb), written = 0;
     out_files fs = {NULL, 0, 0};
-    /* the forms share kernels: each built once */
-    ch_emit_cache *cache = all ? ch_emit_cache_new() : NULL;
     for (int f = 0; !rc && f < 3; f++) {
-        if (!all && f != ch_form_parse(form)) continue;
+        if (!all && strcmp(form, forms[f])) continue;
         char pre[128];
         if (!all && prefix) snprintf(pre, sizeof pre, "%s", prefix);
-        else if (default_prefix(all && prefix ? prefix : m->name, (ch_form)f,
-                                pre, sizeof pre)) {
+        else if (default_prefix(all && prefix ? prefix : ch_problem_name(pb), forms[f], pre,
+                                sizeof pre)) {
             rc = usage_error("emit", "cannot form a C prefix from '%s': use --prefix",
-                             m->name);
+                             ch_problem_name(pb));
             break;
         }
-        int r = emit_form(ctx, d, (ch_form)f, pre, &fs, all, cache);
+        int r = emit_form(pb, forms[f], pre, &fs, all);
         if (r > 0) rc = r;
         if (r == 0) written++;
         if (!rc && driver) rc = emit_driver_files(pre, &fs);
@@ -587,40 +521,12 @@ static int cmd_emit(int argc, char **argv, size_t max_nodes)
     if (!rc) rc = files_check(&fs, dir, force);
     if (!rc) rc = files_write(&fs, dir);
     files_free(&fs);
-    ch_emit_cache_free(cache);
-    ch_ctx_free(ctx);
+    ch_problem_free(pb);
     return rc;
 }
 
-/* The plot options of `run`: --plot FILE [--plot-vars L | --xy X,Y]. */
-typedef struct {
-    const char *file;
-    char *vars, *xy; /* argv storage, split in place */
-    const char *title;
-} run_plot;
-
-/* The variables to plot (x first for --xy), checked against the columns
- * of tb; 0 or an exit code. */
-static int plot_vars(const chrt_system *s, const ch_table *tb, run_plot *pl,
-                     const char **v, size_t *nv)
-{
-    size_t max = CH_PLOT_MAX_SERIES + 1;
-    *nv = pl->xy ? split_commas(pl->xy, v, max)
-                 : pl->vars ? split_commas(pl->vars, v, max) : 0;
-    if (pl->xy && *nv != 2)
-        return usage_error("run", "%s", "--xy needs two columns X,Y");
-    if (*nv > CH_PLOT_MAX_SERIES)
-        return usage_error("run", "%s", "--plot-vars takes at most 16 columns");
-    for (int i = 0; !pl->xy && !pl->vars && i < s->nq && *nv < CH_PLOT_MAX_SERIES; i++)
-        v[(*nv)++] = s->state_names[i];
-    for (size_t i = 0; i < *nv; i++)
-        if (ch_table_column(tb, v[i]) < 0)
-            return usage_error("run", "no column '%s' to plot (t, the coordinates, "
-                               "their velocities NAME', E or an output column)", v[i]);
-    return 0;
-}
-
-static int write_bytes(const char *path, const char *text, size_t len)
+/* text to path (NULL: stdout); 0, or EXIT_OUTPUT with the message. */
+static int write_bytes(const char *cmd, const char *path, const char *text, size_t len)
 {
     FILE *f = path ? fopen(path, "w") : stdout;
     int bad = !f;
@@ -628,84 +534,15 @@ static int write_bytes(const char *path, const char *text, size_t len)
         bad |= len && fwrite(text, 1, len, f) != len;
         bad |= f == stdout ? fflush(f) != 0 : fclose(f) != 0;
     }
-    if (bad) fprintf(stderr, "chetaev run: cannot write %s: %s\n",
+    if (bad) fprintf(stderr, "chetaev %s: cannot write %s: %s\n", cmd,
                      path ? path : "stdout", strerror(errno));
     return bad ? EXIT_OUTPUT : 0;
 }
 
-/* chrt_main_sink with every row also kept in a table, then plotted (also
- * the rows before a numerical failure); run: the re-chart and stepper
- * hooks. */
-static int run_and_plot(const chrt_system *s, const chrt_main_hooks *run, int argc,
-                        char **argv, run_plot *pl)
-{
-    const char *v[CH_PLOT_MAX_SERIES + 1];
-    size_t nv = 0;
-    ch_table tb;
-    ch_table_init(&tb);
-    ch_error err;
-    ch_error_clear(&err);
-    int rc = ch_driver_table_columns(&tb, s, &err) ? report(&err)
-                                                   : plot_vars(s, &tb, pl, v, &nv);
-    if (!rc) {
-        chrt_sink sink;
-        ch_driver_table_sink(&tb, &sink);
-        chrt_main_hooks hooks = {&sink, run->rechart, run->rechart_ctx, run->ext};
-        rc = chrt_main_sink(s, argc, argv, &hooks, NULL);
-        if ((rc == CHRT_OK || rc == CHRT_EXIT_NUMERIC) && tb.nrows) {
-            ch_buf svg;
-            ch_buf_init(&svg);
-            int w = ch_table_plot(&svg, &tb, pl->title, pl->xy ? v[0] : NULL,
-                                  pl->xy ? 1 : nv, pl->xy ? v + 1 : v, &err)
-                        ? report(&err) : write_bytes(pl->file, svg.s, svg.len);
-            ch_buf_free(&svg);
-            if (w && !rc) rc = w;
-        }
-    }
-    ch_table_free(&tb);
-    return rc;
-}
-
-/* Compiles the form and runs the simulation with the runtime's options;
- * a reduced or hamilton form with constraints re-charts (chart.h) unless
- * rechart is 0, with chart_min as --chart-min gave it. The loop's notes
- * of the switches go to stderr (chrt_main_sink). */
-static int run_compiled(ch_ctx *ctx, const ch_mechanics *d, ch_form form,
-                        ch_compiler cc, int rechart, double chart_min, int argc,
-                        char **argv, run_plot *pl)
-{
-    ch_error err;
-    ch_error_clear(&err);
-    ch_compiled *c = NULL;
-    ch_charts *charts = NULL;
-    char title[200];
-    snprintf(title, sizeof title, "%s (%s form)", d->model->name, ch_form_name(form));
-    pl->title = title;
-    int rc = ch_compile_form(ctx, d, form, NULL, cc, &c, &err);
-    if (rc) {
-        rc = report_in(&err, d->model->file);
-    } else if (rechart && c->sys.chart_quality
-               && !(charts = ch_charts_new(ctx, d, form, cc, &c->sys, chart_min))) {
-        fputs("chetaev: out of memory\n", stderr);
-        rc = EXIT_MODEL;
-    }
-    /* --method cvode: SUNDIALS behind the runtime's loop */
-    ch_cvode_ext cv;
-    ch_cvode_ext_init(&cv);
-    chrt_main_hooks hooks = {NULL, charts ? ch_charts_rechart : NULL, charts, &cv.ops};
-    if (!rc)
-        rc = pl->file ? run_and_plot(&c->sys, &hooks, argc, argv, pl)
-                      : chrt_main_sink(&c->sys, argc, argv, &hooks, NULL);
-    ch_cvode_ext_free(&cv);
-    ch_charts_free(charts);
-    ch_compiled_free(c);
-    return rc;
-}
-
 static int cmd_run(int argc, char **argv, size_t max_nodes)
 {
-    const char *path = NULL, *form = "reduced", *compiler = "tcc";
-    run_plot plot = {NULL, NULL, NULL, NULL};
+    const char *path = NULL, *form = "reduced", *compiler = "tcc", *plot = NULL;
+    char *vars = NULL, *xy = NULL; /* argv storage, split in place */
     /* argv[0] of the runtime, then the options it parses itself. */
     char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
     int nrest = 0, rc = 0, rechart = 1;
@@ -729,57 +566,61 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
                    || opt_value(argc, argv, &i, "--plot-vars", &v)
                    || opt_value(argc, argv, &i, "--xy", &v)) {
             if (!v) rc = usage_error("run", "%s needs a value", a);
-            else if (a[2] == 'x') plot.xy = (char *)v;
-            else if (!strncmp(a, "--plot-vars", 11)) plot.vars = (char *)v;
-            else plot.file = v;
+            else if (a[2] == 'x') xy = (char *)v;
+            else if (!strncmp(a, "--plot-vars", 11)) vars = (char *)v;
+            else plot = v;
         } else if (!strcmp(a, "--no-rechart")) {
             rechart = 0;
         } else if (a[0] == '-' && a[1]) {
             rest[nrest++] = argv[i];
-            if (chrt_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
+            if (ch_run_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
         } else if (path) {
             rc = usage_error("run", "unexpected argument '%s'", a);
         } else {
             path = a;
         }
     }
-    int f = ch_form_parse(form);
-    ch_compiler cc = !strcmp(compiler, "cc") ? CH_COMPILER_CC : CH_COMPILER_TCC;
-    char msg[600];
-    chrt_args args;
+    const char *cols[CH_PLOT_SERIES_MAX + 1];
+    size_t ncols = xy ? split_commas(xy, cols, CH_PLOT_SERIES_MAX + 1)
+                      : vars ? split_commas(vars, cols, CH_PLOT_SERIES_MAX + 1) : 0;
+    ch_err err;
     if (rc) {
     } else if (!path) {
         rc = usage_error("run", "%s", "missing MODEL file");
-    } else if (f < 0) {
+    } else if (!one_of(form, forms, 3)) {
         rc = usage_error("run", "unknown form '%s' (full, reduced, hamilton)", form);
     } else if (strcmp(compiler, "tcc") && strcmp(compiler, "cc")) {
         rc = usage_error("run", "unknown compiler '%s' (tcc, cc)", compiler);
-    } else if ((plot.vars || plot.xy) && !plot.file) {
+    } else if ((vars || xy) && !plot) {
         rc = usage_error("run", "%s", "--plot-vars and --xy need --plot FILE.svg");
-    } else if (plot.vars && plot.xy) {
+    } else if (vars && xy) {
         rc = usage_error("run", "%s", "--plot-vars and --xy exclude each other");
-    } else if (chrt_parse_args(NULL, nrest - 1, rest + 1, &args, NULL, NULL, msg,
-                               sizeof msg)) {
+    } else if (xy && ncols != 2) {
+        rc = usage_error("run", "%s", "--xy needs two columns X,Y");
+    } else if (ncols > CH_PLOT_SERIES_MAX) {
+        rc = usage_error("run", "%s", "--plot-vars takes at most 16 columns");
+    } else if (ch_run_args_check(nrest - 1, rest + 1, &err)) {
         /* Syntax errors before the (slow) derivation. */
-        rc = usage_error("run", "%s", msg);
+        rc = usage_error("run", "%s", err.msg);
     }
-    if (rc) {
-        free(rest);
-        return rc;
+    ch_problem *pb = NULL;
+    if (!rc) rc = load(path, max_nodes, &pb);
+    char *svg = NULL;
+    ch_run_options o = {form, compiler, !rechart, plot ? &svg : NULL, xy ? cols[0] : NULL,
+                        xy ? cols + 1 : cols, xy ? 1 : ncols};
+    err.code = 0;
+    if (!rc) {
+        rc = ch_problem_run(pb, &o, nrest, rest, &err);
+        if (rc < 0 && err.code == CH_E_USAGE) rc = usage_error("run", "%s", err.msg);
+        else if (rc < 0) rc = report_api(&err);
+        else if (rc && err.code) report_api(&err); /* the plot, after a failed run */
     }
-    ch_ctx *ctx = ch_ctx_new();
-    if (!ctx) {
-        fputs("chetaev: out of memory\n", stderr);
-        free(rest);
-        return EXIT_MODEL;
+    if (svg) {
+        int w = write_bytes("run", plot, svg, strlen(svg));
+        if (w && !rc) rc = w;
     }
-    ch_model *m = NULL;
-    ch_mechanics *d = NULL;
-    rc = load_derive(ctx, path, max_nodes, &m, &d);
-    if (!rc)
-        rc = run_compiled(ctx, d, (ch_form)f, cc, rechart, args.opt.chart_min, nrest, rest,
-                          &plot);
-    ch_ctx_free(ctx);
+    free(svg);
+    ch_problem_free(pb);
     free(rest);
     return rc;
 }
@@ -808,143 +649,40 @@ static const char *const usage_check =
     "                 limit); progress goes to stderr after 2 s\n"
     "  -h, --help     this help\n";
 
-/* Column (qi, yi) of the N loop states, centred on its mean and closed
- * (the first point repeated) into x, y (N + 1 each). */
-static void loop_curve(const ch_loop_result *lr, const double *st, size_t qi,
-                       size_t yi, double *x, double *y)
+/* The audit's progress on stderr, at most once a second after the first
+ * 2 s (ctx: the time of the last line). */
+static void check_progress(void *ctx, size_t done, size_t total, const char *name, double t)
 {
-    size_t N = lr->points;
-    double mx = 0, my = 0;
-    for (size_t j = 0; j < N; j++) {
-        x[j] = st[j * lr->nx + qi], y[j] = st[j * lr->nx + yi];
-        mx += x[j] / (double)N, my += y[j] / (double)N;
-    }
-    for (size_t j = 0; j < N; j++) x[j] -= mx, y[j] -= my;
-    x[N] = x[0], y[N] = y[0];
-}
-
-/* The loop's (q_r, y*_r) curves at t1, each centred on its mean, over the
- * start curve (the same circle for every r, drawn once, dashed): the
- * transport moves the loop far compared with its size, and what matters
- * is its shape and enclosed area (pi radius^2 each at t = 0). */
-static int plot_loop(const char *file, const ch_mechanics *d,
-                     const ch_loop_result *lr)
-{
-    size_t N = lr->points, m = lr->nx - lr->nq;
-    if (m > CH_PLOT_MAX_SERIES - 1) m = CH_PLOT_MAX_SERIES - 1;
-    double *v = malloc(2 * (m + 1) * (N + 1) * sizeof *v);
-    char names[CH_PLOT_MAX_SERIES][96];
-    ch_plot_series s[CH_PLOT_MAX_SERIES];
-    if (!v) {
-        fputs("chetaev: out of memory\n", stderr);
-        return EXIT_MODEL;
-    }
-    loop_curve(lr, lr->start, (size_t)d->mf.indep[0], lr->nq, v, v + N + 1);
-    s[0] = (ch_plot_series){"t = 0", N + 1, v, v + N + 1, 1};
-    for (size_t r = 0; r < m; r++) {
-        size_t qi = (size_t)d->mf.indep[r];
-        double *x = v + 2 * (r + 1) * (N + 1), *y = x + N + 1;
-        loop_curve(lr, lr->end, qi, lr->nq + r, x, y);
-        snprintf(names[r], sizeof names[r], "%s: t = %g", ch_sym_of(d->model->q[qi])->name, lr->t1);
-        s[r + 1] = (ch_plot_series){names[r], N + 1, x, y, 0};
-    }
-    char title[200];
-    snprintf(title, sizeof title, "%s: loop of %zu states, I1 %.6g -> %.6g",
-             d->model->name, N, lr->I_start, lr->I_end);
-    ch_plot_options o = {title, "q_r - mean", "y*_r - mean", 1};
-    ch_buf svg;
-    ch_buf_init(&svg);
-    ch_error err;
-    ch_error_clear(&err);
-    int rc = ch_plot_svg(&svg, &o, m + 1, s, &err) ? report(&err) : 0;
-    if (!rc) {
-        FILE *f = fopen(file, "w");
-        int bad = !f || fwrite(svg.s, 1, svg.len, f) != svg.len;
-        if (f) bad |= fclose(f) != 0;
-        if (bad) {
-            fprintf(stderr, "chetaev check: cannot write %s: %s\n", file, strerror(errno));
-            rc = EXIT_OUTPUT;
-        }
-    }
-    ch_buf_free(&svg);
-    free(v);
-    return rc;
-}
-
-/* Audits MODEL and, with --loop, measures I1; writes the report. */
-/* The audit's hooks (ch_audit_hooks): the --time-limit budget and a
- * progress line on stderr at most once a second after the first 2 s. */
-typedef struct {
-    struct timespec t0;
-    double limit, last; /* limit <= 0: none */
-    size_t total;
-} audit_clock;
-
-static double audit_elapsed(const audit_clock *c)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
-}
-
-static int audit_stop(void *ctx)
-{
-    const audit_clock *c = ctx;
-    return c->limit > 0 && audit_elapsed(c) > c->limit;
-}
-
-static void audit_progress(void *ctx, size_t done, const char *name)
-{
-    audit_clock *c = ctx;
-    double t = audit_elapsed(c);
-    if (t < 2 || t - c->last < 1) return;
-    c->last = t;
+    double *last = ctx;
+    if (t < 2 || t - *last < 1) return;
+    *last = t;
     fprintf(stderr, "chetaev check: %zu of %zu quantities decided (%s), %.1f s\n", done,
-            c->total, name, t);
+            total, name, t);
 }
 
-static int check_model(const char *path, int json, long loop_n,
-                       const char *plot, size_t max_nodes, double time_limit)
+/* Audits MODEL and, with --loop, measures I1 (and draws the loop into
+ * plot); writes the report. */
+static int check_model(const char *path, int json, long loop_n, const char *plot,
+                       size_t max_nodes, double time_limit)
 {
-    ch_ctx *ctx = ch_ctx_new();
-    if (!ctx) {
-        fputs("chetaev: out of memory\n", stderr);
-        return EXIT_MODEL;
-    }
-    ch_model *m = NULL;
-    ch_mechanics *d = NULL;
-    ch_audit a;
-    ch_loop_result loop = {0};
-    ch_loop_options lo;
-    ch_loop_options_default(&lo);
-    lo.keep_states = plot != NULL;
-    ch_error err;
-    ch_error_clear(&err);
-    int rc = load_derive(ctx, path, max_nodes, &m, &d);
-    audit_clock clk = {{0, 0}, time_limit, 0, 0};
-    ch_audit_hooks hooks = {audit_stop, audit_progress, &clk};
-    if (!rc) {
-        clock_gettime(CLOCK_MONOTONIC, &clk.t0);
-        clk.total = 2 + m->n + m->nfields + m->nintegrals; /* at most */
-    }
-    if (!rc && ch_audit_run(ctx, d, &hooks, &a, &err)) rc = report(&err);
-    if (!rc && a.skipped)
+    ch_problem *pb = NULL;
+    int rc = load(path, max_nodes, &pb);
+    if (rc) return rc;
+    double last = 0;
+    ch_check_options o = {json, loop_n, plot != NULL, time_limit, check_progress, &last};
+    char *text = NULL, *svg = NULL;
+    size_t skipped = 0;
+    ch_err err;
+    int r = ch_problem_check(pb, &o, &text, &svg, &skipped, &err);
+    if (skipped)
         fprintf(stderr, "chetaev check: the time limit (%g s) left %zu quantities "
-                "undecided\n", time_limit, a.skipped);
-    if (!rc && loop_n > 0 && ch_loop_run(ctx, d, (size_t)loop_n, &lo, &loop, &err))
-        rc = report(&err);
-    if (!rc && plot) rc = plot_loop(plot, d, &loop);
-    if (!rc) {
-        ch_buf out;
-        ch_buf_init(&out);
-        if (json) ch_audit_write_json(&out, &a, loop_n > 0 ? &loop : NULL);
-        else ch_audit_write_text(&out, &a, loop_n > 0 ? &loop : NULL);
-        if (out.oom || fwrite(out.s, 1, out.len, stdout) != out.len) rc = EXIT_MODEL;
-        ch_buf_free(&out);
-    }
-    free(loop.start);
-    free(loop.end);
-    ch_ctx_free(ctx);
+                "undecided\n", time_limit, skipped);
+    if (r) rc = report_api(&err);
+    if (!rc && plot) rc = write_bytes("check", plot, svg, strlen(svg));
+    if (!rc && fputs(text, stdout) == EOF) rc = EXIT_MODEL;
+    free(text);
+    free(svg);
+    ch_problem_free(pb);
     return rc;
 }
 
@@ -985,8 +723,8 @@ static int cmd_check(int argc, char **argv, size_t max_nodes)
         char *end;
         errno = 0;
         n = strtol(loop, &end, 10);
-        if (errno || end == loop || *end || n < CH_LOOP_MIN_POINTS
-            || n > CH_LOOP_MAX_POINTS)
+        if (errno || end == loop || *end || n < CH_LOOP_POINTS_MIN
+            || n > CH_LOOP_POINTS_MAX)
             return usage_error("check", "--loop needs a number of points "
                                "from 8 to 100000, not '%s'", loop);
     }
@@ -1030,7 +768,7 @@ static int cmd_repl(int argc, char **argv, size_t max_nodes)
         }
     }
     if (!path) return usage_error("repl", "%s", "missing MODEL file");
-    if (ch_form_parse(form) < 0)
+    if (!one_of(form, forms, 3))
         return usage_error("repl", "unknown form '%s' (full, reduced, hamilton)", form);
     if (strcmp(compiler, "tcc") && strcmp(compiler, "cc"))
         return usage_error("repl", "unknown compiler '%s' (tcc, cc)", compiler);
@@ -1118,7 +856,7 @@ static int run_command(int argc, char **argv)
     /* FLINT keeps pools of GMP integers for the whole process: freed at
      * exit so that valgrind's leak check (tests/valgrind.sh) sees only
      * real leaks. */
-    atexit(flint_cleanup_master);
+    atexit(ch_cleanup);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;
@@ -1129,10 +867,10 @@ static int run_command(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("chetaev %s\n", CH_VERSION);
+        printf("chetaev %s\n", ch_version());
         return 0;
     }
-    size_t max_nodes = DEFAULT_MAX_NODES;
+    size_t max_nodes = CH_DEFAULT_MAX_NODES;
     argc = take_max_nodes(argc, argv, &max_nodes);
     if (argc < 0) return EXIT_USAGE;
     if (!strcmp(cmd, "derive")) return cmd_derive(argc - 2, argv + 2, max_nodes);

@@ -2,8 +2,11 @@
 #include "app/report.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "doc/plot.h"
 #include "doc/print.h"
 
 static const char *verdict_name(int v)
@@ -137,4 +140,50 @@ void ch_audit_write_text(ch_buf *o, const ch_audit *a,
                       loop->I_end, loop->relative_drift,
                       a->d->lag.k ? " (nonholonomic: measured, not an invariant)"
                                   : "");
+}
+
+/* Column (qi, yi) of the N loop states, centred on its mean and closed
+ * (the first point repeated) into x, y (N + 1 each). */
+static void loop_curve(const ch_loop_result *lr, const double *st, size_t qi,
+                       size_t yi, double *x, double *y)
+{
+    size_t N = lr->points;
+    double mx = 0, my = 0;
+    for (size_t j = 0; j < N; j++) {
+        x[j] = st[j * lr->nx + qi], y[j] = st[j * lr->nx + yi];
+        mx += x[j] / (double)N, my += y[j] / (double)N;
+    }
+    for (size_t j = 0; j < N; j++) x[j] -= mx, y[j] -= my;
+    x[N] = x[0], y[N] = y[0];
+}
+
+int ch_loop_svg(ch_buf *out, const ch_mechanics *d, const ch_loop_result *lr, ch_error *err)
+{
+    size_t N = lr->points, m = lr->nx - lr->nq;
+    if (m > CH_PLOT_MAX_SERIES - 1) m = CH_PLOT_MAX_SERIES - 1;
+    double *v = malloc(2 * (m + 1) * (N + 1) * sizeof *v);
+    char names[CH_PLOT_MAX_SERIES][96];
+    ch_plot_series s[CH_PLOT_MAX_SERIES];
+    if (!v || !lr->start || !lr->end) {
+        ch_error_set(err, v ? CH_ERR_USAGE : CH_ERR_MEMORY, NULL, 0, 0, "%s",
+                     v ? "the loop's states were not kept" : "out of memory");
+        free(v);
+        return -1;
+    }
+    loop_curve(lr, lr->start, (size_t)d->mf.indep[0], lr->nq, v, v + N + 1);
+    s[0] = (ch_plot_series){"t = 0", N + 1, v, v + N + 1, 1};
+    for (size_t r = 0; r < m; r++) {
+        size_t qi = (size_t)d->mf.indep[r];
+        double *x = v + 2 * (r + 1) * (N + 1), *y = x + N + 1;
+        loop_curve(lr, lr->end, qi, lr->nq + r, x, y);
+        snprintf(names[r], sizeof names[r], "%s: t = %g", ch_sym_of(d->model->q[qi])->name, lr->t1);
+        s[r + 1] = (ch_plot_series){names[r], N + 1, x, y, 0};
+    }
+    char title[200];
+    snprintf(title, sizeof title, "%s: loop of %zu states, I1 %.6g -> %.6g",
+             d->model->name, N, lr->I_start, lr->I_end);
+    ch_plot_options o = {title, "q_r - mean", "y*_r - mean", 1};
+    int rc = ch_plot_svg(out, &o, m + 1, s, err) ? -1 : 0;
+    free(v);
+    return rc;
 }
