@@ -8,7 +8,9 @@ project include is written from the root of gen/ ("mech/lagrange.h"), never
 with "../". runtime/ is the emitted programs' runtime: it includes only the
 C library and its own headers. The front ends' third-party headers stay in
 one place each: FLINT in core/flint_compat.h, libtcc in jit/jit.c, SUNDIALS
-in jit/cvode.c. Prints one line per violation; exit 1 if there is any.
+in jit/cvode.c. The front ends (FRONT_ENDS) include of the project only the
+public API, app/chetaev.h, and each other's headers. Prints one line per
+violation; exit 1 if there is any.
 
 usage: layers.py SRCDIR
 """
@@ -26,6 +28,9 @@ OWNER = {'flint': {'core/flint_compat.h'}, 'libtcc.h': {'jit/jit.c'},
          'arf': {'core/flint_compat.h'}, 'acb': {'core/flint_compat.h'},
          'mag': {'core/flint_compat.h'}, 'gmp': {'core/flint_compat.h'},
          'mpfr': {'core/flint_compat.h'}}
+# The command line and the repl: built on the public API alone.
+FRONT_ENDS = {'app/main.c', 'app/repl.c', 'app/repl.h'}
+FRONT_END_MAY = {'app/chetaev.h', 'app/repl.h'}
 INC = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 C_LIBRARY = {'assert.h', 'complex.h', 'ctype.h', 'errno.h', 'fenv.h',
              'float.h', 'inttypes.h', 'iso646.h', 'limits.h', 'locale.h',
@@ -67,6 +72,9 @@ def main(src):
                     continue
                 if '..' in inc.split('/'):
                     bad.append('%s: a relative path' % where)
+                    continue
+                if rel in FRONT_ENDS and inc not in FRONT_END_MAY:
+                    bad.append('%s: a front end includes only the public API' % where)
                     continue
                 if inc in SPECIAL:
                     if RANK[layer] < SPECIAL[inc]:

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "chetaev.h"
+#include "doc/plot.h"
+#include "runtime/simulate.h"
 #include "tests/check.h"
 
 static const char *const knife =
@@ -666,6 +668,81 @@ static void test_run(void)
     ch_problem_free(pb);
 }
 
+/* What the repl needs of the API: the model's names, constraint
+ * residuals (zero on a trajectory, an independent check), the initial
+ * state of `run --init` taken together, rows with their column names, a
+ * plot of rows, the sections, the methods; the defaults the header
+ * promises are the runtime's. */
+static int count_row(void *ctx, const double *v, int n)
+{
+    double *st = ctx; /* rows, worst |phi| */
+    (void)n;
+    st[0]++;
+    st[2] = v[0];
+    return 0;
+}
+
+static void test_repl_services(void)
+{
+    CHECK(CH_DEFAULT_RTOL == CHRT_RTOL && CH_DEFAULT_ATOL == CHRT_ATOL
+          && CH_FIXED_DT == CHRT_FIXED_DT && CH_PLOT_SERIES_MAX == CH_PLOT_MAX_SERIES);
+    CHECK(ch_method_adaptive("dop853") == 1 && ch_method_adaptive("rk4") == 0
+          && ch_method_adaptive("leapfrog") == -1);
+    CHECK_STR(ch_method_name("dopri5"), "rk45");
+    CHECK(ch_method_name("leapfrog") == NULL);
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("knife.nh", knife, strlen(knife), &err);
+    CHECK(pb != NULL);
+    if (!pb) return;
+    CHECK(ch_problem_nq(pb) == 3 && ch_problem_nconstraints(pb) == 1 && ch_problem_np(pb) == 5);
+    CHECK_STR(ch_problem_coordinate(pb, 2), "phi");
+    CHECK_STR(ch_problem_param_name(pb, 2), "g");
+    CHECK(ch_problem_param_default(pb, 2) == 9.81 && isnan(ch_problem_param_default(pb, 5)));
+    CHECK(ch_problem_holonomic(pb, 0) == 0 && ch_problem_holonomic(pb, 1) == -1);
+    CHECK_STR(ch_problem_section(pb, 0), "model");
+    CHECK(ch_problem_section(pb, 1000) == NULL);
+    /* phi = sin(phi) x' - cos(phi) y' at a point off the constraint */
+    double q[3] = {0.1, 0.2, 0.5}, qt[3] = {1, 2, 3}, p[5] = {1, 0.2, 9.81, 0.5, 0.1}, phi, g;
+    CHECK(ch_problem_constraints(pb, 0, q, qt, p, &phi, &g, &err) == 0);
+    CHECK(fabs(phi - (sin(0.5) - 2 * cos(0.5))) < 1e-15 && fabs(g - phi) < 1e-15);
+
+    ch_system *s = ch_system_compile(pb, "reduced", NULL, &err);
+    CHECK(s != NULL);
+    if (!s) {
+        ch_problem_free(pb);
+        return;
+    }
+    /* x' = 2 and x = 0.5 together, as run --init x'=2 --init x=0.5 */
+    const char *names[] = {"x'", "x"};
+    double values[] = {2, 0.5}, vel[3];
+    char warning[256];
+    CHECK(ch_system_set_param(s, "g", 0, &err) == 0);
+    CHECK(ch_system_set_initial(s, 2, names, values, warning, sizeof warning, &err) == 0);
+    CHECK(ch_system_velocities(s, vel, &err) == 0 && vel[0] == 2 && ch_system_state(s)[0] == 0.5);
+    CHECK(ch_system_set_initial(s, 1, (const char *[]){"nosuch"}, values, NULL, 0, &err)
+          == CH_E_USAGE);
+    CHECK_STR(ch_system_column_name(s, 0), "t");
+    CHECK_STR(ch_system_column_name(s, 4), "x'");
+    CHECK(ch_system_column_name(s, ch_system_ncolumns(s)) == NULL);
+    double st[3] = {0, 0, 0};
+    ch_rows rows = {count_row, NULL, st, 1, 0.1};
+    CHECK(ch_system_integrate_rows(s, 1, NULL, 0, &rows, &err) == 0);
+    CHECK_MSG(st[0] == 11 && st[2] == 1, "%g rows, last at t = %g", st[0], st[2]);
+    /* the trajectory is on the constraint */
+    CHECK(ch_system_velocities(s, vel, &err) == 0);
+    CHECK(ch_problem_constraints(pb, 1, ch_system_state(s), vel, ch_system_params(s), &phi,
+                                 NULL, &err) == 0 && fabs(phi) < 1e-12);
+    const char *cols[] = {"t", "x", "y"};
+    double tab[] = {0, 0, 0, 1, 1, 2, 2, 4, 3};
+    char *svg = NULL;
+    CHECK(ch_plot_rows(&svg, "t", 3, cols, 3, tab, "x", 1, cols + 2, &err) == 0);
+    CHECK(svg && strstr(svg, "<svg"));
+    free(svg);
+    CHECK(ch_plot_rows(&svg, "t", 3, cols, 3, tab, NULL, 1, (const char *[]){"z"}, &err) != 0);
+    ch_system_free(s);
+    ch_problem_free(pb);
+}
+
 int main(void)
 {
     RUN(test_bad_arguments);
@@ -681,5 +758,6 @@ int main(void)
     RUN(test_events_cvode);
     RUN(test_commands);
     RUN(test_run);
+    RUN(test_repl_services);
     return check_summary("api");
 }

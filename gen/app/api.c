@@ -8,6 +8,7 @@
 #include "app/chetaev.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "app/report.h"
 #include "codegen/emit_c.h"
+#include "core/eval.h"
 #include "core/version.h"
 #include "doc/derive.h"
 #include "doc/plot.h"
@@ -72,6 +74,8 @@ struct ch_system {
     double rtol, atol, dt_max, max_steps; /* of ch_system_integrate */
     ch_stats stats;     /* of the last ch_system_integrate */
     ch_cvode_ext cv;    /* the stepper of method "cvode" */
+    ch_table cols;      /* the CSV's column names of cols_of (no rows) */
+    const chrt_system *cols_of;
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -217,6 +221,55 @@ const char *ch_problem_name(const ch_problem *pb)
     return pb ? pb->model->name : NULL;
 }
 
+int ch_problem_nq(const ch_problem *pb) { return pb ? (int)pb->model->n : 0; }
+int ch_problem_nconstraints(const ch_problem *pb) { return pb ? (int)pb->model->k : 0; }
+int ch_problem_np(const ch_problem *pb) { return pb ? (int)pb->model->np : 0; }
+
+const char *ch_problem_coordinate(const ch_problem *pb, int i)
+{
+    return pb && i >= 0 && (size_t)i < pb->model->n ? ch_sym_of(pb->model->q[i])->name : NULL;
+}
+
+const char *ch_problem_param_name(const ch_problem *pb, int i)
+{
+    return pb && i >= 0 && (size_t)i < pb->model->np ? ch_sym_of(pb->model->param[i])->name
+                                                      : NULL;
+}
+
+double ch_problem_param_default(const ch_problem *pb, int i)
+{
+    return pb && i >= 0 && (size_t)i < pb->model->np ? pb->model->param_default[i] : NAN;
+}
+
+int ch_problem_holonomic(const ch_problem *pb, int i)
+{
+    return pb && i >= 0 && (size_t)i < pb->model->k ? pb->model->holonomic[i] != 0 : -1;
+}
+
+int ch_problem_constraints(ch_problem *pb, double t, const double *q, const double *qt,
+                           const double *p, double *phi, double *g, ch_err *err)
+{
+    NEED(pb && q && qt && (p || !pb->model->np), "ch_problem_constraints: no problem or point");
+    const ch_model *m = pb->model;
+    double *sv = calloc(ch_ctx_nsyms(pb->ctx) + 1, sizeof *sv);
+    if (!sv) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    for (size_t i = 0; i < m->np; i++) sv[ch_sym_of(m->param[i])->sid] = p[i];
+    sv[ch_sym_of(m->t)->sid] = t;
+    for (size_t i = 0; i < m->n; i++) {
+        sv[ch_sym_of(m->q[i])->sid] = q[i];
+        sv[ch_sym_of(m->qt[i])->sid] = qt[i];
+    }
+    int bad = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double *out = pass ? g : phi;
+        if (!out) continue;
+        ch_eval_d_many(pb->ctx, m->k, pass ? m->constraint_orig : m->constraint, sv, out);
+        for (size_t a = 0; a < m->k; a++) bad |= !isfinite(out[a]);
+    }
+    free(sv);
+    return bad ? fail(err, CH_E_NUMERIC, "%s", "a constraint is undefined at this point") : 0;
+}
+
 /* ---- documents and emitted code ------------------------------------------------- */
 
 /* A codegen or document error carries no position: it names the model. */
@@ -256,6 +309,40 @@ int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *
     else if (ch_derivation_fwrite(out, pb->doc, fmts[fi].f, n, only ? sec : NULL, &e))
         rc = export_in(err, &e, pb);
     free(list);
+    return rc;
+}
+
+const char *ch_problem_section(ch_problem *pb, size_t i)
+{
+    ch_error e;
+    ch_error_clear(&e);
+    if (!pb || (!pb->doc && ch_derivation_of(pb->der, &pb->doc, &e))) return NULL;
+    for (size_t j = 0; j < pb->doc->n; j++)
+        if (!pb->doc->entry[j].display_only && i-- == 0) return pb->doc->entry[j].key;
+    return NULL;
+}
+
+int ch_plot_rows(char **svg, const char *title, size_t ncols, const char *const *names,
+                 size_t nrows, const double *rows, const char *x, size_t ny,
+                 const char *const *y, ch_err *err)
+{
+    NEED(svg && names && (rows || !nrows) && (y || !ny), "ch_plot_rows: no table or output");
+    *svg = NULL;
+    /* a view of the caller's arrays (ch_table_plot only reads it) */
+    ch_table tb = {ncols, nrows, nrows, (char **)(void *)(uintptr_t)names,
+                   (double *)(void *)(uintptr_t)rows};
+    ch_buf b;
+    ch_buf_init(&b);
+    ch_error e;
+    ch_error_clear(&e);
+    int rc = 0;
+    if (ch_table_plot(&b, &tb, title, x, ny, y, &e)) {
+        export_error(err, &e);
+        rc = (int)e.code;
+    } else if (!(*svg = ch_buf_take(&b))) {
+        rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
+    }
+    ch_buf_free(&b);
     return rc;
 }
 
@@ -598,6 +685,7 @@ void ch_system_free(ch_system *s)
 {
     if (!s) return;
     ch_cvode_ext_free(&s->cv);
+    ch_table_free(&s->cols);
     ch_charts_free(s->charts);
     if (s->rctx) ch_ctx_free(s->rctx);
     free(s->file);
@@ -760,6 +848,36 @@ int ch_system_set_state(ch_system *s, const char *name, double value,
     return 0;
 }
 
+int ch_system_set_initial(ch_system *s, size_t n, const char *const *names,
+                          const double *values, char *warning, size_t wlen, ch_err *err)
+{
+    NEED(s && ((names && values) || n == 0), "ch_system_set_initial: no system or values");
+    chrt_init *init = calloc(n + 1, sizeof *init);
+    double *x = s->scratch; /* the state stays as it was on failure */
+    char msg[600];
+    if (!init) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        init[i].name = names[i], init[i].len = strlen(names[i]), init[i].value = values[i];
+        if (!isfinite(values[i])) {
+            free(init);
+            return fail(err, CH_E_USAGE, "%s: the value is not finite", names[i]);
+        }
+    }
+    const chrt_system *first = &s->c->sys;
+    int rc = chrt_initial_state(first, s->p, n, init, x, warning, wlen, msg, sizeof msg);
+    free(init);
+    if (rc)
+        return fail(err, rc == CHRT_EXIT_USAGE ? CH_E_USAGE : rc == CHRT_EXIT_NUMERIC
+                    ? CH_E_NUMERIC : CH_E_MEMORY, "%s", msg);
+    s->sys = first;
+    memcpy(s->chart, s->chart0, sizeof s->chart);
+    s->t = 0;
+    memcpy(s->x, x, (size_t)first->nx * sizeof *s->x);
+    s->vs[0] = NAN;
+    track(s, NULL);
+    return 0;
+}
+
 int ch_system_set_state_vector(ch_system *s, double t, const double *x,
                                ch_err *err)
 {
@@ -883,8 +1001,62 @@ int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
     return 0;
 }
 
+int ch_method_adaptive(const char *method)
+{
+    int m = method ? chrt_method_parse(method) : -1;
+    return m < 0 ? -1 : chrt_method_adaptive((chrt_method)m);
+}
+
+const char *ch_method_name(const char *method)
+{
+    int m = method ? chrt_method_parse(method) : -1;
+    return m < 0 ? NULL : chrt_method_name((chrt_method)m);
+}
+
+int ch_system_ncolumns(const ch_system *s) { return s ? 2 + 2 * s->sys->nq + s->sys->nout : 0; }
+
+const char *ch_system_column_name(const ch_system *s, int i)
+{
+    if (!s || i < 0 || i >= ch_system_ncolumns(s)) return NULL;
+    ch_system *w = (ch_system *)(uintptr_t)s; /* a cache of names, not the system's state */
+    if (w->cols_of != s->sys) {
+        ch_error e;
+        ch_table_free(&w->cols);
+        ch_table_init(&w->cols);
+        w->cols_of = ch_driver_table_columns(&w->cols, s->sys, &e) ? NULL : s->sys;
+        if (!w->cols_of) return NULL;
+    }
+    return s->cols.names[i];
+}
+
+/* The rows' sink for chrt_integrate: rows to the caller, notes to the
+ * caller and into the statistics. */
+typedef struct {
+    const ch_rows *rows;
+    ch_stats *stats;
+} rows_sink;
+
+static int sink_row(void *ctx, const double *v, int n)
+{
+    const rows_sink *k = ctx;
+    return k->rows->row ? k->rows->row(k->rows->ctx, v, n) : 0;
+}
+
+static void sink_note(void *ctx, double t, const char *text)
+{
+    const rows_sink *k = ctx;
+    snprintf(k->stats->note, sizeof k->stats->note, "%s", text);
+    if (k->rows->note) k->rows->note(k->rows->ctx, t, text);
+}
+
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err)
+{
+    return ch_system_integrate_rows(s, t1, method, dt, NULL, err);
+}
+
+int ch_system_integrate_rows(ch_system *s, double t1, const char *method, double dt,
+                             const ch_rows *rows, ch_err *err)
 {
     NEED(s, "ch_system_integrate: no system");
     int m = chrt_method_parse(method ? method : "dop853");
@@ -908,13 +1080,16 @@ int ch_system_integrate(ch_system *s, double t1, const char *method,
     o.chart_min = s->chart_min;
     if (s->rechart) o.rechart = api_rechart, o.rechart_ctx = s;
     o.ext = &s->cv.ops;
-    /* Rows are not kept: a sink only for the notes of re-charts. */
+    /* Without rows: a sink only for the notes of re-charts. */
     chrt_sink notes = {NULL, api_note, &s->stats};
+    rows_sink rk = {rows, &s->stats};
+    chrt_sink tee = {sink_row, sink_note, &rk};
+    if (rows) o.every = rows->every > 0 ? rows->every : 1, o.dt_out = rows->dt_out;
     chrt_stats st;
     char msg[512];
     const chrt_system *sys = s->sys;
-    int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, s->vs, &notes, &st, &s->t, msg,
-                            sizeof msg);
+    int rc = chrt_integrate(&sys, &o, s->t, s->x, s->p, s->vs, rows ? &tee : &notes, &st,
+                            &s->t, msg, sizeof msg);
     s->sys = sys; /* x is in the last chart's state, also after a failure */
     s->stats.accepted = st.accepted;
     s->stats.rejected = st.rejected;

@@ -106,6 +106,26 @@ const char *ch_problem_name(const ch_problem *pb);
 size_t ch_problem_warning_count(const ch_problem *pb);
 const char *ch_problem_warning(const ch_problem *pb, size_t i);
 
+/* The model's coordinates (nq), constraints and parameters (np) in
+ * declared order; names NULL and the default NaN when i is out of range.
+ * ch_problem_holonomic: 1 when constraint i is written on the coordinates
+ * (differentiated once by the tool), 0 when on the velocities, -1 out of
+ * range. */
+int ch_problem_nq(const ch_problem *pb);
+int ch_problem_nconstraints(const ch_problem *pb);
+int ch_problem_np(const ch_problem *pb);
+const char *ch_problem_coordinate(const ch_problem *pb, int i);
+const char *ch_problem_param_name(const ch_problem *pb, int i);
+double ch_problem_param_default(const ch_problem *pb, int i);
+int ch_problem_holonomic(const ch_problem *pb, int i);
+/* The constraints at (t, q, q', p) (nq, nq and np values): phi the
+ * velocity-level functions that vanish on motions, g the functions as
+ * written (for a holonomic constraint, constant along motions), one value
+ * per constraint each (either may be NULL). An independent check of any
+ * compiled form's trajectory. CH_E_NUMERIC where one is undefined. */
+int ch_problem_constraints(ch_problem *pb, double t, const double *q, const double *qt,
+                           const double *p, double *phi, double *g, ch_err *err);
+
 /* ---- documents and emitted code (the commands derive and emit) ---------- */
 
 /* Writes the derivation (SPEC §3) to out in format "text" (NULL), "latex",
@@ -114,6 +134,18 @@ const char *ch_problem_warning(const ch_problem *pb, size_t i);
  * out cannot be written. */
 int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *only,
                                 FILE *out, ch_err *err);
+/* The sections of the derivation in order (the keys `only` takes), i-th
+ * or NULL past the last (or when the document cannot be made). */
+const char *ch_problem_section(ch_problem *pb, size_t i);
+
+/* An SVG line plot of a table of nrows rows of ncols columns (row-major,
+ * the columns named by names) into *svg (malloc'd): the ny columns y
+ * against the first column, or against the column x when x is not NULL
+ * (a trajectory, one scale for both axes); at most CH_PLOT_SERIES_MAX
+ * curves, long ones thinned. CH_E_USAGE for a column that is not there. */
+int ch_plot_rows(char **svg, const char *title, size_t ncols, const char *const *names,
+                 size_t nrows, const double *rows, const char *x, size_t ny,
+                 const char *const *y, ch_err *err);
 
 /* 1 when prefix can prefix the emitted C symbols (SPEC §4: a C identifier
  * of at most 64 characters that is no keyword). */
@@ -255,6 +287,15 @@ int ch_system_reset(ch_system *s, ch_err *err);
  * ch_system_velocities); any other state name ("y_x") is set directly. */
 int ch_system_set_state(ch_system *s, const char *name, double value,
                         ch_err *err);
+/* t = 0 and the model's initial state under the current parameters with
+ * the n initial values of the named coordinates ("x"), velocities ("x'")
+ * or state variables ("y_x") taken together, exactly as `run --set ...
+ * --init NAME=V ...` computes it (which ch_system_set_state, one value
+ * at a time, need not); the first chart, as ch_system_reset. warning
+ * (wlen bytes, may be NULL) gets what was moved onto holonomic
+ * constraints or recomputed from them, "" when nothing. */
+int ch_system_set_initial(ch_system *s, size_t n, const char *const *names,
+                          const double *values, char *warning, size_t wlen, ch_err *err);
 /* Replaces time and state (nx values) as they are. */
 int ch_system_set_state_vector(ch_system *s, double t, const double *x,
                                ch_err *err);
@@ -285,6 +326,38 @@ double ch_system_energy(const ch_system *s);
  * are read with ch_system_stats. */
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err);
+
+/* The step of a fixed method that `chetaev run` takes without --dt. */
+#define CH_FIXED_DT 1e-3
+/* 1 for an adaptive method ("dop853", "rk45", "cvode"), 0 for a fixed
+ * one, -1 for no method of that name. */
+int ch_method_adaptive(const char *method);
+/* The method's own name ("rk45" for its alias "dopri5"), NULL for none. */
+const char *ch_method_name(const char *method);
+/* The tolerances of ch_system_set_tolerances before any call. */
+#define CH_DEFAULT_RTOL 1e-10
+#define CH_DEFAULT_ATOL 1e-12
+
+/* The rows of `chetaev run`'s CSV during ch_system_integrate_rows: the
+ * columns of ch_system_column_name, each row to row (nonzero stops the
+ * integration, CH_E_USAGE), the notes of re-charts and events to note
+ * (either may be NULL). Rows at t, then every `every`-th step of a fixed
+ * method (0: every step), or with dt_out > 0 at the multiples of dt_out
+ * (adaptive methods: by dense output, --dt-out), and at the end. */
+typedef struct ch_rows {
+    int (*row)(void *ctx, const double *v, int n);
+    void (*note)(void *ctx, double t, const char *text);
+    void *ctx;
+    long every;
+    double dt_out;
+} ch_rows;
+/* ch_system_integrate with the rows. */
+int ch_system_integrate_rows(ch_system *s, double t1, const char *method, double dt,
+                             const ch_rows *rows, ch_err *err);
+/* The CSV's columns: "t", the coordinates, all their velocities, "E",
+ * then the form's outputs (multipliers, reactions, residuals ...). */
+int ch_system_ncolumns(const ch_system *s);
+const char *ch_system_column_name(const ch_system *s, int i);
 
 /* Tolerances of the adaptive methods for the following calls of
  * ch_system_integrate: the error per step, RMS over the state, is kept

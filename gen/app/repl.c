@@ -1,13 +1,14 @@
-/* repl.c — the interactive session of `chetaev repl` (see repl.h).
+/* repl.c — the interactive session of `chetaev repl` (see repl.h), built
+ * on the public API (chetaev.h) only.
  *
- * The session owns one loaded model (context, model, derivation) and a
- * cache of compiled forms. Settings (`set NAME=VALUE`) are kept as names
- * with values: a parameter's goes into the parameter array, the others
- * into the runtime's initial state (chrt_initial_state) at every `run`,
+ * The session owns one loaded problem and a compiled system per form
+ * (compiled on first use). Settings (`set NAME=VALUE`) are kept as names
+ * with values: at every `run` a parameter's goes into the system's
+ * parameters, the others are the initial values of ch_system_set_initial,
  * so that a run here starts from exactly the state `chetaev run --set ...
- * --init ...` would start from. The
- * parameters reach the compiled code as the array argument p of the
- * emitted functions (SPEC §4), which is why no setting ever recompiles. */
+ * --init ...` would start from. The parameters reach the compiled code
+ * as the array argument p of the emitted functions (SPEC §4), which is
+ * why no setting ever recompiles. */
 #define _POSIX_C_SOURCE 200809L
 #include "app/repl.h"
 
@@ -19,17 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "jit/chart.h"
-#include "jit/compile.h"
-#include "jit/cvode.h"
-#include "doc/derive.h"
-#include "jit/driver.h"
-#include "codegen/emit_c.h"
-#include "core/eval.h"
-#include "lang/model.h"
-#include "doc/plot.h"
-#include "app/report.h"
-#include "runtime/simulate.h"
+#include "app/chetaev.h"
 
 enum {
     MAX_ROWS = 20000,     /* rows kept of a fixed-step run (thinned evenly beyond) */
@@ -39,29 +30,36 @@ enum {
     LINE_SIZE = 4096
 };
 
+static const char *const forms[3] = {"full", "reduced", "hamilton"};
+
 typedef struct {
     char *name;
     double value;
 } setting;
 
+/* The rows of the last run: the columns of `run`'s CSV. */
+typedef struct {
+    char **names;
+    size_t ncols, nrows, cap;
+    double *v;            /* nrows * ncols, row-major */
+    int oom;
+} table;
+
 typedef struct {
     const ch_repl_options *o;
     char *path;
-    ch_ctx *ctx;
-    ch_model *m;
-    ch_mechanics *d;
-    ch_derivation *doc;   /* the document of d, made at the first `show` */
-    ch_compiled *comp[3]; /* by ch_form; NULL until first needed */
+    ch_problem *pb;
+    ch_system *sys[3];    /* by forms[]; NULL until first needed */
     long compiles, runs;
-    ch_form form;
-    ch_compiler cc;
-    chrt_method method;
-    double dt;            /* 0: automatic first step, CHRT_FIXED_DT for fixed */
+    int form;             /* index into forms[] */
+    const char *compiler; /* "tcc" or "cc" */
+    const char *method;   /* ch_method_name's */
+    double dt;            /* 0: automatic first step, CH_FIXED_DT for fixed */
     double rtol, atol;
-    chrt_stats last;      /* of the last run */
+    ch_stats last;        /* of the last run */
     setting set[MAX_SETTINGS];
     size_t nset;
-    ch_table traj;        /* the last run: the columns of `run`'s CSV */
+    table traj;
     char traj_title[160];
     long errors;          /* messages of failed commands so far */
 } repl;
@@ -99,22 +97,14 @@ static int complain(repl *r, const char *fmt, ...)
     return -1;
 }
 
-static int report(repl *r, const ch_error *e)
+static int report(repl *r, const ch_err *e)
 {
     char buf[1024];
-    ch_error_format(e, buf, sizeof buf);
+    ch_err_format(e, buf, sizeof buf);
     r->errors++;
     fprintf(r->o->err, "%s\n", buf);
     fflush(r->o->err);
     return -1;
-}
-
-/* The whole buffer to the output; oom is reported instead. */
-static int put_buf(repl *r, const ch_buf *b)
-{
-    if (b->oom) return complain(r, "out of memory");
-    if (b->len) fwrite(b->s, 1, b->len, r->o->out);
-    return 0;
 }
 
 static double now_ms(void)
@@ -123,10 +113,6 @@ static double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
-
-/* ---- model and compiled forms ------------------------------------------- */
-
-static const char *sym_name(const ch_expr *e) { return ch_sym_of(e)->name; }
 
 /* The shortest of %.15g and %.17g that reads back as v: 0.2, not
  * 0.20000000000000001, yet exact. */
@@ -137,22 +123,59 @@ static const char *num(char *buf, size_t size, double v)
     return buf;
 }
 
-/* Loads and derives path into a new context; the old one is untouched. */
-static int load(repl *r, const char *path, ch_ctx **ctx, ch_model **m,
-                ch_mechanics **d)
+/* ---- the table of a run ------------------------------------------------------ */
+
+static void table_free(table *tb)
 {
-    ch_error e;
-    ch_error_clear(&e);
-    *ctx = ch_ctx_new();
-    if (!*ctx) return complain(r, "out of memory");
-    ch_ctx_set_node_limit(*ctx, r->o->max_nodes);
-    if (ch_model_load(*ctx, path, m, &e) || ch_mechanics_derive(*ctx, *m, d, &e)) {
-        report(r, &e);
-        ch_ctx_free(*ctx);
-        *ctx = NULL;
-        return -1;
+    for (size_t i = 0; i < tb->ncols; i++) free(tb->names[i]);
+    free(tb->names);
+    free(tb->v);
+    memset(tb, 0, sizeof *tb);
+}
+
+/* Empty, with the columns of s. 0, or -1 out of memory. */
+static int table_columns(table *tb, const ch_system *s)
+{
+    table_free(tb);
+    size_t n = (size_t)ch_system_ncolumns(s);
+    if (!(tb->names = calloc(n + 1, sizeof *tb->names))) return -1;
+    for (size_t i = 0; i < n; i++, tb->ncols++) {
+        const char *name = ch_system_column_name(s, (int)i);
+        if (!name || !(tb->names[i] = strdup(name))) return -1;
     }
-    for (size_t i = 0; i < (*d)->init.nwarn; i++) fprintf(r->o->err, "%s\n", (*d)->init.warn[i]);
+    return 0;
+}
+
+static int table_row(void *ctx, const double *v, int n)
+{
+    table *tb = ctx;
+    if ((size_t)n != tb->ncols) return tb->oom = 1;
+    if (tb->nrows == tb->cap) {
+        size_t cap = tb->cap ? 2 * tb->cap : 256;
+        double *w = realloc(tb->v, cap * tb->ncols * sizeof *w);
+        if (!w) return tb->oom = 1;
+        tb->v = w, tb->cap = cap;
+    }
+    memcpy(tb->v + tb->nrows++ * tb->ncols, v, tb->ncols * sizeof *v);
+    return 0;
+}
+
+static int table_column(const table *tb, const char *name)
+{
+    for (size_t i = 0; i < tb->ncols; i++)
+        if (!strcmp(tb->names[i], name)) return (int)i;
+    return -1;
+}
+
+/* ---- model and compiled forms ------------------------------------------- */
+
+/* Loads and derives path into *pb; the session's problem is untouched. */
+static int load(repl *r, const char *path, ch_problem **pb)
+{
+    ch_err e;
+    if (!(*pb = ch_problem_load_limited(path, r->o->max_nodes, &e))) return report(r, &e);
+    for (size_t i = 0; i < ch_problem_warning_count(*pb); i++)
+        fprintf(r->o->err, "%s\n", ch_problem_warning(*pb, i));
     fflush(r->o->err);
     return 0;
 }
@@ -160,43 +183,42 @@ static int load(repl *r, const char *path, ch_ctx **ctx, ch_model **m,
 static void drop_compiled(repl *r)
 {
     for (int f = 0; f < 3; f++) {
-        ch_compiled_free(r->comp[f]);
-        r->comp[f] = NULL;
+        ch_system_free(r->sys[f]);
+        r->sys[f] = NULL;
     }
 }
 
 /* The current form compiled (compiling it on first use), or NULL. */
-static const chrt_system *compiled(repl *r)
+static ch_system *compiled(repl *r)
 {
-    if (r->comp[r->form]) return &r->comp[r->form]->sys;
-    ch_error e;
-    ch_error_clear(&e);
+    if (r->sys[r->form]) return r->sys[r->form];
+    ch_err e;
     double t0 = now_ms();
-    if (ch_compile_form(r->ctx, r->d, r->form, NULL, r->cc, &r->comp[r->form], &e)) {
+    if (!(r->sys[r->form] = ch_system_compile(r->pb, forms[r->form], r->compiler, &e))) {
         report(r, &e);
         return NULL;
     }
     r->compiles++;
-    say(r, "compiled the %s form of %s (compilation %ld, %.1f ms)\n",
-        ch_form_name(r->form), r->m->name, r->compiles, now_ms() - t0);
-    return &r->comp[r->form]->sys;
+    say(r, "compiled the %s form of %s (compilation %ld, %.1f ms)\n", forms[r->form],
+        ch_problem_name(r->pb), r->compiles, now_ms() - t0);
+    return r->sys[r->form];
 }
 
 /* ---- settings --------------------------------------------------------------- */
 
-static int param_index(const ch_model *m, const char *name)
+static int param_index(const ch_problem *pb, const char *name)
 {
-    for (size_t i = 0; i < m->np; i++)
-        if (!strcmp(sym_name(m->param[i]), name)) return (int)i;
+    for (int i = 0; i < ch_problem_np(pb); i++)
+        if (!strcmp(ch_problem_param_name(pb, i), name)) return i;
     return -1;
 }
 
 /* A coordinate "x", a velocity "x'" or a momentum "y_x" of the model. */
-static int is_state_name(const ch_model *m, const char *name)
+static int is_state_name(const ch_problem *pb, const char *name)
 {
     size_t len = strlen(name);
-    for (size_t i = 0; i < m->n; i++) {
-        const char *q = sym_name(m->q[i]);
+    for (int i = 0; i < ch_problem_nq(pb); i++) {
+        const char *q = ch_problem_coordinate(pb, i);
         size_t ql = strlen(q);
         if (!strcmp(q, name)) return 1;
         if (len == ql + 1 && !strncmp(q, name, ql) && name[ql] == '\'') return 1;
@@ -206,9 +228,9 @@ static int is_state_name(const ch_model *m, const char *name)
     return 0;
 }
 
-static int valid_setting(const ch_model *m, const char *name)
+static int valid_setting(const ch_problem *pb, const char *name)
 {
-    return param_index(m, name) >= 0 || is_state_name(m, name);
+    return param_index(pb, name) >= 0 || is_state_name(pb, name);
 }
 
 static int parse_double(const char *s, double *v)
@@ -240,169 +262,127 @@ static void remove_setting(repl *r, size_t i)
 }
 
 /* The current value of parameter i: the setting, else the default. */
-static double param_value(const repl *r, size_t i)
+static double param_value(const repl *r, int i)
 {
     for (size_t j = 0; j < r->nset; j++)
-        if (!strcmp(r->set[j].name, sym_name(r->m->param[i]))) return r->set[j].value;
-    return r->m->param_default[i];
+        if (!strcmp(r->set[j].name, ch_problem_param_name(r->pb, i))) return r->set[j].value;
+    return ch_problem_param_default(r->pb, i);
 }
 
-/* x0 and p as `run --set ... --init ...` computes them: the parameters'
- * settings into p, the others initial values (chrt_initial_state). */
-static int initial_state(repl *r, const chrt_system *s, double *x0, double *p)
+/* The parameters and the initial state of s as `run --set ... --init ...`
+ * computes them. */
+static int initial_state(repl *r, ch_system *s)
 {
-    chrt_init *init = calloc(r->nset + 1, sizeof *init);
-    size_t ninit = 0;
-    if (!init) return complain(r, "out of memory");
-    for (int i = 0; i < s->np; i++) p[i] = s->param_defaults[i];
-    for (size_t i = 0; i < r->nset; i++) {
-        int k = -1;
-        for (int j = 0; j < s->np && k < 0; j++)
-            if (!strcmp(s->param_names[j], r->set[i].name)) k = j;
-        if (k >= 0) {
-            p[k] = r->set[i].value;
-        } else {
-            init[ninit].name = r->set[i].name;
-            init[ninit].len = strlen(r->set[i].name);
-            init[ninit++].value = r->set[i].value;
-        }
-    }
-    char msg[600], warning[512];
-    int rc = 0;
-    if (chrt_initial_state(s, p, ninit, init, x0, warning, sizeof warning, msg, sizeof msg))
-        rc = complain(r, "initial state: %s", msg);
-    else if (warning[0])
+    const char **names = calloc(r->nset + 1, sizeof *names);
+    double *values = calloc(r->nset + 1, sizeof *values);
+    size_t n = 0;
+    ch_err e;
+    int rc = !names || !values ? complain(r, "out of memory") : 0;
+    for (int i = 0; !rc && i < ch_problem_np(r->pb); i++)
+        if (ch_system_set_param(s, ch_problem_param_name(r->pb, i), param_value(r, i), &e))
+            rc = report(r, &e);
+    for (size_t i = 0; !rc && i < r->nset; i++)
+        if (param_index(r->pb, r->set[i].name) < 0)
+            names[n] = r->set[i].name, values[n++] = r->set[i].value;
+    char warning[512];
+    if (!rc && ch_system_set_initial(s, n, names, values, warning, sizeof warning, &e))
+        rc = complain(r, "initial state: %s", e.msg);
+    else if (!rc && warning[0])
         fprintf(r->o->err, "warning: %s\n", warning);
-    free(init);
+    free(names);
+    free(values);
     return rc;
 }
 
 /* ---- run ----------------------------------------------------------------------- */
 
-/* The rows of a run go to the table, its notes to the session. */
-typedef struct {
-    repl *r;
-    chrt_sink table;
-} run_sink;
+static void run_note(void *ctx, double t, const char *text)
+{
+    repl *r = ctx;
+    (void)t; /* the note names its time */
+    fprintf(r->o->err, "note: %s\n", text);
+}
 
 static int run_row(void *ctx, const double *v, int n)
 {
-    run_sink *c = ctx;
-    return c->table.row(c->table.ctx, v, n);
+    repl *r = ctx;
+    return table_row(&r->traj, v, n);
 }
 
-static void run_note(void *ctx, double t, const char *text)
+/* Integrates s from its initial state to t = T, the rows into the table:
+ * every K-th step of a fixed method (at most MAX_ROWS rows), a grid of
+ * T/ROWS by dense output of an adaptive one; always the row at T. A
+ * reduced or hamilton form re-charts, its notes printed. Returns the
+ * accepted steps; *failed when the run failed (message printed). */
+static long integrate(repl *r, ch_system *s, double T, int *failed)
 {
-    run_sink *c = ctx;
-    (void)t; /* the note names its time */
-    fprintf(c->r->o->err, "note: %s\n", text);
-}
-
-/* Integrates with the runtime's loop from t = 0 to T, the rows into the
- * table: every K-th step of a fixed method (at most MAX_ROWS rows), a
- * grid of T/ROWS by dense output of an adaptive one; always the row at T.
- * A reduced or hamilton form re-charts (chart.h; the charts are this
- * run's), its notes printed. Returns the accepted steps; *failed when the
- * run failed (message printed). */
-static long integrate(repl *r, const chrt_system *s, double T, double *x,
-                      const double *p, int *failed)
-{
-    chrt_options o;
-    chrt_options_default(&o);
-    o.method = r->method;
-    o.dt = r->dt;
-    o.t1 = T;
-    o.rtol = r->rtol;
-    o.atol = r->atol;
-    ch_charts *charts = s->chart_quality
-                            ? ch_charts_new(r->ctx, r->d, r->form, r->cc, s, o.chart_min)
-                            : NULL;
-    if (s->chart_quality && !charts) {
-        complain(r, "out of memory");
-        *failed = 1;
-        return 0;
-    }
-    if (charts) o.rechart = ch_charts_rechart, o.rechart_ctx = charts;
-    ch_cvode_ext cv; /* method cvode */
-    ch_cvode_ext_init(&cv);
-    o.ext = &cv.ops;
-    if (chrt_method_adaptive(o.method)) {
-        o.dt_out = T / ROWS;
+    int adaptive = ch_method_adaptive(r->method);
+    ch_rows rows = {run_row, run_note, r, 1, 0};
+    if (adaptive) {
+        rows.dt_out = T / ROWS;
     } else {
-        double n = ceil(T / (r->dt > 0 ? r->dt : CHRT_FIXED_DT));
-        o.every = (long)(n / MAX_ROWS) + 1;
+        double n = ceil(T / (r->dt > 0 ? r->dt : CH_FIXED_DT));
+        rows.every = (long)(n / MAX_ROWS) + 1;
     }
-    run_sink c = {r, {NULL, NULL, NULL}};
-    ch_driver_table_sink(&r->traj, &c.table);
-    chrt_sink tee = {run_row, run_note, &c};
-    chrt_stats st;
-    char msg[600];
-    double t;
-    int rc = chrt_integrate(&s, &o, 0, x, p, NULL, &tee, &st, &t, msg, sizeof msg);
-    *failed = rc != 0;
-    if (rc) complain(r, "%s", msg);
-    r->last = st;
-    ch_cvode_ext_free(&cv);
-    ch_charts_free(charts);
-    return st.accepted;
+    ch_err e;
+    *failed = ch_system_set_tolerances(s, r->rtol, r->atol, 0, &e)
+              || ch_system_integrate_rows(s, T, r->method,
+                                          r->dt > 0 ? r->dt : adaptive ? 0 : CH_FIXED_DT,
+                                          &rows, &e);
+    if (*failed) complain(r, "%s", r->traj.oom ? "out of memory" : e.msg);
+    ch_system_stats(s, &r->last);
+    return r->last.accepted;
 }
 
 /* Largest |phi| (velocity-level constraints) and, for constraints written
  * on positions, largest |g - g(0)| over the kept rows, evaluated from the
  * model's own expressions: an independent check of every form. */
-static void residuals(repl *r, const double *p, double *vel, double *pos)
+static void residuals(repl *r, const ch_system *s, double *vel, double *pos)
 {
-    const ch_model *m = r->m;
-    const ch_table *tb = &r->traj;
-    size_t k = m->k, n = m->n;
+    const table *tb = &r->traj;
+    size_t k = (size_t)ch_problem_nconstraints(r->pb), n = (size_t)ch_problem_nq(r->pb);
+    const double *p = ch_system_params(s);
     *vel = *pos = 0;
-    double *sv = calloc(ch_ctx_nsyms(r->ctx) + 1, sizeof *sv);
     double *g = calloc(3 * k + 1, sizeof *g), *g0 = g + k, *phi = g0 + k;
-    if (!sv || !g || k == 0 || tb->nrows == 0) {
-        free(sv), free(g);
+    if (!g || k == 0) {
+        free(g);
         return;
     }
-    for (size_t i = 0; i < m->np; i++) sv[ch_sym_of(m->param[i])->sid] = p[i];
     for (size_t row = 0; row < tb->nrows; row++) {
         const double *v = tb->v + row * tb->ncols;
-        sv[ch_sym_of(m->t)->sid] = v[0];
-        for (size_t i = 0; i < n; i++) {
-            sv[ch_sym_of(m->q[i])->sid] = v[1 + i];
-            sv[ch_sym_of(m->qt[i])->sid] = v[1 + n + i];
+        ch_err e;
+        if (ch_problem_constraints(r->pb, v[0], v + 1, v + 1 + n, p, phi, g, &e)) {
+            *vel = *pos = NAN;
+            break;
         }
-        ch_eval_d_many(r->ctx, k, m->constraint, sv, phi);
-        ch_eval_d_many(r->ctx, k, m->constraint_orig, sv, g);
         for (size_t a = 0; a < k; a++) {
             *vel = fmax(*vel, fabs(phi[a]));
-            if (!m->holonomic[a]) continue;
+            if (ch_problem_holonomic(r->pb, (int)a) != 1) continue;
             if (row == 0) g0[a] = g[a];
             *pos = fmax(*pos, fabs(g[a] - g0[a]));
         }
     }
-    free(sv), free(g);
+    free(g);
 }
 
 /* "dop853, rtol 1e-10, atol 1e-12" or "rk4, dt 0.001". */
 static void method_text(const repl *r, char *buf, size_t size)
 {
-    if (chrt_method_adaptive(r->method))
-        snprintf(buf, size, "%s, rtol %g, atol %g", chrt_method_name(r->method),
-                 r->rtol, r->atol);
+    if (ch_method_adaptive(r->method))
+        snprintf(buf, size, "%s, rtol %g, atol %g", r->method, r->rtol, r->atol);
     else
-        snprintf(buf, size, "%s, dt %g", chrt_method_name(r->method),
-                 r->dt > 0 ? r->dt : CHRT_FIXED_DT);
+        snprintf(buf, size, "%s, dt %g", r->method, r->dt > 0 ? r->dt : CH_FIXED_DT);
 }
 
-static void summary(repl *r, const chrt_system *s, const double *p, long steps)
+static void summary(repl *r, const ch_system *s, long steps)
 {
-    const ch_table *tb = &r->traj;
+    const table *tb = &r->traj;
     const double *last = tb->v + (tb->nrows - 1) * tb->ncols;
-    size_t nq = (size_t)s->nq, ec = 1 + 2 * nq;
+    size_t ec = (size_t)table_column(tb, "E");
     char how[120];
     method_text(r, how, sizeof how);
-    say(r, "t = %.12g after %ld steps (%s, %s form)\n", last[0], steps, how,
-        ch_form_name(r->form));
-    if (chrt_method_adaptive(r->method))
+    say(r, "t = %.12g after %ld steps (%s, %s form)\n", last[0], steps, how, forms[r->form]);
+    if (ch_method_adaptive(r->method))
         say(r, "steps: %ld accepted, %ld rejected, %ld rhs calls, %ld recharts\n",
             r->last.accepted, r->last.rejected, r->last.rhs_calls, r->last.recharts);
     say(r, "final:");
@@ -413,15 +393,15 @@ static void summary(repl *r, const chrt_system *s, const double *p, long steps)
         drift = fmax(drift, fabs(tb->v[row * tb->ncols + ec] - e0));
     say(r, "energy: E(0)=%.12g E(t)=%.12g max|E-E(0)|=%.3e (relative %.3e)\n",
         e0, last[ec], drift, e0 != 0 ? drift / fabs(e0) : drift);
-    if (r->m->k == 0) {
+    int k = ch_problem_nconstraints(r->pb), holo = 0;
+    if (k == 0) {
         say(r, "constraints: none\n");
         return;
     }
     double vel, pos;
-    residuals(r, p, &vel, &pos);
+    residuals(r, s, &vel, &pos);
     say(r, "constraints: max|phi|=%.3e", vel);
-    int holo = 0;
-    for (size_t a = 0; a < r->m->k; a++) holo |= r->m->holonomic[a];
+    for (int a = 0; a < k; a++) holo |= ch_problem_holonomic(r->pb, a) == 1;
     if (holo) say(r, " max|g-g(0)|=%.3e", pos);
     say(r, " over %zu states\n", tb->nrows);
 }
@@ -431,26 +411,18 @@ static int cmd_run(repl *r, int argc, char **argv)
     double T;
     if (argc != 1 || parse_double(argv[0], &T) || T < 0)
         return complain(r, "usage: run T (a finite end time >= 0)");
-    const chrt_system *s = compiled(r);
-    if (!s) return -1;
-    double *x = calloc((size_t)s->nx + 1, sizeof *x), *p = calloc((size_t)s->np + 1, sizeof *p);
-    int rc = !x || !p ? complain(r, "out of memory") : initial_state(r, s, x, p);
-    ch_error e;
-    if (!rc && ch_driver_table_columns(&r->traj, s, &e)) rc = report(r, &e);
-    if (!rc) {
-        int failed;
-        long steps = integrate(r, s, T, x, p, &failed);
-        r->runs++;
-        char how[120];
-        method_text(r, how, sizeof how);
-        snprintf(r->traj_title, sizeof r->traj_title, "%s (%s form, %s)",
-                 r->m->name, ch_form_name(r->form), how);
-        if (r->traj.nrows) summary(r, s, p, steps);
-        rc = failed ? -1 : 0;
-    }
-    free(x);
-    free(p);
-    return rc;
+    ch_system *s = compiled(r);
+    if (!s || initial_state(r, s)) return -1;
+    if (table_columns(&r->traj, s)) return complain(r, "out of memory");
+    int failed;
+    long steps = integrate(r, s, T, &failed);
+    r->runs++;
+    char how[120];
+    method_text(r, how, sizeof how);
+    snprintf(r->traj_title, sizeof r->traj_title, "%s (%s form, %s)", ch_problem_name(r->pb),
+             forms[r->form], how);
+    if (r->traj.nrows) summary(r, s, steps);
+    return failed ? -1 : 0;
 }
 
 /* ---- the other commands ----------------------------------------------------- */
@@ -459,11 +431,12 @@ static int cmd_set(repl *r, int argc, char **argv)
 {
     if (argc == 0) {
         char b[40];
-        for (size_t i = 0; i < r->m->np; i++)
-            say(r, "%s=%s%s\n", sym_name(r->m->param[i]), num(b, sizeof b, param_value(r, i)),
-                param_value(r, i) != r->m->param_default[i] ? " (set)" : "");
+        for (int i = 0; i < ch_problem_np(r->pb); i++)
+            say(r, "%s=%s%s\n", ch_problem_param_name(r->pb, i),
+                num(b, sizeof b, param_value(r, i)),
+                param_value(r, i) != ch_problem_param_default(r->pb, i) ? " (set)" : "");
         for (size_t i = 0; i < r->nset; i++)
-            if (param_index(r->m, r->set[i].name) < 0)
+            if (param_index(r->pb, r->set[i].name) < 0)
                 say(r, "initial %s=%s\n", r->set[i].name, num(b, sizeof b, r->set[i].value));
         return 0;
     }
@@ -472,9 +445,9 @@ static int cmd_set(repl *r, int argc, char **argv)
         double v;
         if (!eq || eq == argv[i]) return complain(r, "usage: set NAME=VALUE ... (got '%s')", argv[i]);
         *eq = 0;
-        if (!valid_setting(r->m, argv[i]))
+        if (!valid_setting(r->pb, argv[i]))
             return complain(r, "'%s' is neither a parameter nor a coordinate, velocity "
-                            "(x') or momentum (y_x) of %s", argv[i], r->m->name);
+                            "(x') or momentum (y_x) of %s", argv[i], ch_problem_name(r->pb));
         if (parse_double(eq + 1, &v))
             return complain(r, "'%s' is not a finite number", eq + 1);
         if (store_setting(r, argv[i], v)) return -1;
@@ -496,13 +469,15 @@ static int cmd_unset(repl *r, int argc, char **argv)
 static int cmd_form(repl *r, int argc, char **argv)
 {
     if (argc == 0) {
-        say(r, "%s\n", ch_form_name(r->form));
+        say(r, "%s\n", forms[r->form]);
         return 0;
     }
-    int f = argc == 1 ? ch_form_parse(argv[0]) : -1;
+    int f = -1;
+    for (int i = 0; argc == 1 && i < 3; i++)
+        if (!strcmp(argv[0], forms[i])) f = i;
     if (f < 0) return complain(r, "usage: form full|reduced|hamilton");
-    ch_form old = r->form;
-    r->form = (ch_form)f;
+    int old = r->form;
+    r->form = f;
     if (!compiled(r)) {
         r->form = old;
         return -1;
@@ -512,10 +487,10 @@ static int cmd_form(repl *r, int argc, char **argv)
 
 static int cmd_method(repl *r, int argc, char **argv)
 {
-    int m = argc == 1 ? chrt_method_parse(argv[0]) : argc == 0 ? (int)r->method : -1;
-    if (m < 0) return complain(r, "usage: method dop853|rk45|cvode|euler|midpoint|rk4");
-    r->method = (chrt_method)m;
-    if (argc == 0) say(r, "%s\n", chrt_method_name(r->method));
+    const char *m = argc == 1 ? ch_method_name(argv[0]) : argc == 0 ? r->method : NULL;
+    if (!m) return complain(r, "usage: method dop853|rk45|cvode|euler|midpoint|rk4");
+    r->method = m;
+    if (argc == 0) say(r, "%s\n", r->method);
     return 0;
 }
 
@@ -524,7 +499,7 @@ static int cmd_dt(repl *r, int argc, char **argv)
     double h;
     if (argc == 0) {
         if (r->dt > 0) say(r, "%g\n", r->dt);
-        else say(r, "auto (adaptive: chosen at the start; fixed: %g)\n", CHRT_FIXED_DT);
+        else say(r, "auto (adaptive: chosen at the start; fixed: %g)\n", CH_FIXED_DT);
         return 0;
     }
     if (argc == 1 && !strcmp(argv[0], "auto")) {
@@ -547,42 +522,46 @@ static int cmd_tol(repl *r, int argc, char **argv)
     }
     if (argc > 2 || parse_double(argv[0], &rt) || (argc == 2 && parse_double(argv[1], &at)))
         return complain(r, "usage: tol RTOL [ATOL] (positive numbers)");
-    chrt_options o;
-    char msg[300];
-    chrt_options_default(&o);
-    o.rtol = rt, o.atol = at;
-    if (chrt_options_check(&o, 0, msg, sizeof msg)) return complain(r, "%s", msg);
+    ch_system *s = compiled(r);
+    ch_err e;
+    if (!s) return -1;
+    if (ch_system_set_tolerances(s, rt, at, 0, &e)) return complain(r, "%s", e.msg);
     r->rtol = rt, r->atol = at;
     return 0;
 }
 
 static int cmd_show(repl *r, int argc, char **argv)
 {
-    ch_error e;
-    ch_error_clear(&e);
-    if (!r->doc && ch_derivation_of(r->d, &r->doc, &e)) return report(r, &e);
+    const char *key;
     if (argc == 0) {
         say(r, "keys:");
-        for (size_t i = 0; i < r->doc->n; i++)
-            if (!r->doc->entry[i].display_only) say(r, " %s", r->doc->entry[i].key);
+        for (size_t i = 0; (key = ch_problem_section(r->pb, i)); i++) say(r, " %s", key);
         say(r, "\n");
         return 0;
     }
-    ch_buf b;
-    ch_buf_init(&b);
-    int rc = ch_derivation_prepare(r->doc, CH_FORMAT_TEXT, (size_t)argc,
-                                   (const char *const *)argv)
-                 ? complain(r, "out of memory")
-           : ch_derivation_write(&b, r->doc, CH_FORMAT_TEXT, (size_t)argc,
-                                 (const char *const *)argv, &e) ? report(r, &e) : 0;
-    if (!rc && b.oom) rc = complain(r, "out of memory");
+    size_t len = 0;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *only = malloc(len + 1), *text = NULL;
+    size_t size = 0;
+    FILE *f = only ? open_memstream(&text, &size) : NULL;
+    if (!f) {
+        free(only);
+        return complain(r, "out of memory");
+    }
+    only[0] = 0;
+    for (int i = 0; i < argc; i++) strcat(strcat(only, i ? "," : ""), argv[i]);
+    ch_err e;
+    int rc = ch_problem_write_derivation(r->pb, "text", only, f, &e);
+    if (fclose(f) && !rc) rc = complain(r, "out of memory");
+    else if (rc) rc = complain(r, "%s", e.msg);
     if (!rc) {
         /* The sections without derive's two-line preamble, which would
          * repeat itself at every `show`. */
-        const char *sec = b.len ? strstr(b.s, "\n== ") : NULL;
-        fputs(sec ? sec + 1 : b.len ? b.s : "", r->o->out);
+        const char *sec = size ? strstr(text, "\n== ") : NULL;
+        fputs(sec ? sec + 1 : size ? text : "", r->o->out);
     }
-    ch_buf_free(&b);
+    free(text);
+    free(only);
     return rc;
 }
 
@@ -590,16 +569,13 @@ static int cmd_check(repl *r, int argc, char **argv)
 {
     (void)argv;
     if (argc) return complain(r, "usage: check");
-    ch_audit a;
-    ch_error e;
-    ch_error_clear(&e);
-    if (ch_audit_run(r->ctx, r->d, NULL, &a, &e)) return report(r, &e);
-    ch_buf b;
-    ch_buf_init(&b);
-    ch_audit_write_text(&b, &a, NULL);
-    int rc = put_buf(r, &b);
-    ch_buf_free(&b);
-    return rc;
+    ch_check_options o = {0, 0, 0, 0, NULL, NULL};
+    char *text, *svg;
+    ch_err e;
+    if (ch_problem_check(r->pb, &o, &text, &svg, NULL, &e)) return report(r, &e);
+    fputs(text, r->o->out);
+    free(text);
+    return 0;
 }
 
 static int write_file(repl *r, const char *path, const char *text, size_t len)
@@ -618,54 +594,52 @@ static int cmd_plot(repl *r, int argc, char **argv)
 {
     if (argc < 1) return complain(r, "usage: plot FILE.svg [VAR ...] | plot FILE.svg xy A,B");
     if (r->traj.nrows == 0) return complain(r, "nothing to plot yet: 'run T' first");
-    const char *vars[CH_PLOT_MAX_SERIES + 1];
+    const char *vars[CH_PLOT_SERIES_MAX + 1];
     size_t nv = 0;
     int xy = argc > 1 && !strcmp(argv[1], "xy");
     for (int i = xy ? 2 : 1; i < argc; i++)
         for (char *sp, *tok = strtok_r(argv[i], ",", &sp); tok; tok = strtok_r(NULL, ",", &sp))
-            if (nv <= CH_PLOT_MAX_SERIES) vars[nv++] = tok;
+            if (nv <= CH_PLOT_SERIES_MAX) vars[nv++] = tok;
     if (xy && nv != 2) return complain(r, "usage: plot FILE.svg xy A,B (two variables)");
-    if (nv > CH_PLOT_MAX_SERIES) return complain(r, "at most %d variables", CH_PLOT_MAX_SERIES);
+    if (nv > CH_PLOT_SERIES_MAX) return complain(r, "at most %d variables", CH_PLOT_SERIES_MAX);
     if (nv == 0) /* the coordinates */
-        for (size_t i = 0; i < r->m->n && nv < CH_PLOT_MAX_SERIES; i++)
-            vars[nv++] = sym_name(r->m->q[i]);
-    ch_buf b;
-    ch_buf_init(&b);
-    ch_error e;
-    ch_error_clear(&e);
-    int rc = ch_table_plot(&b, &r->traj, r->traj_title, xy ? vars[0] : NULL,
-                           xy ? 1 : nv, xy ? vars + 1 : vars, &e)
-                 ? report(r, &e) : write_file(r, argv[0], b.s, b.len);
+        for (int i = 0; i < ch_problem_nq(r->pb) && nv < CH_PLOT_SERIES_MAX; i++)
+            vars[nv++] = ch_problem_coordinate(r->pb, i);
+    char *svg = NULL;
+    ch_err e;
+    int rc = ch_plot_rows(&svg, r->traj_title, r->traj.ncols, (const char *const *)r->traj.names,
+                          r->traj.nrows, r->traj.v, xy ? vars[0] : NULL, xy ? 1 : nv,
+                          xy ? vars + 1 : vars, &e)
+                 ? report(r, &e) : write_file(r, argv[0], svg, strlen(svg));
     if (!rc) say(r, "wrote %s\n", argv[0]);
-    ch_buf_free(&b);
+    free(svg);
     return rc;
 }
 
 static int cmd_emit(repl *r, int argc, char **argv)
 {
     if (argc != 1) return complain(r, "usage: emit DIR");
+    ch_system *s = compiled(r);
+    if (!s) return -1;
     if (mkdir(argv[0], 0777) != 0 && errno != EEXIST)
         return complain(r, "cannot create %s: %s", argv[0], strerror(errno));
-    char prefix[80], path[4200];
-    ch_compile_default_prefix(r->m->name, r->form, prefix, sizeof prefix);
-    ch_buf h, c;
-    ch_buf_init(&h);
-    ch_buf_init(&c);
-    ch_error e;
-    ch_error_clear(&e);
-    int rc = ch_emit_c(r->ctx, r->d, r->form, prefix, &h, &c, &e) ? report(r, &e) : 0;
-    if (!rc && (h.oom || c.oom)) rc = complain(r, "out of memory");
+    const char *prefix = ch_system_prefix(s);
+    char path[4200], *h = NULL, *c = NULL;
+    size_t hl, cl;
+    ch_err e;
+    int rc = ch_problem_emit(r->pb, forms[r->form], prefix, &h, &hl, &c, &cl, &e)
+                 ? report(r, &e) : 0;
     if (!rc) {
         snprintf(path, sizeof path, "%s/%s.h", argv[0], prefix);
-        rc = write_file(r, path, h.s, h.len);
+        rc = write_file(r, path, h, hl);
     }
     if (!rc) {
         snprintf(path, sizeof path, "%s/%s.c", argv[0], prefix);
-        rc = write_file(r, path, c.s, c.len);
+        rc = write_file(r, path, c, cl);
     }
     if (!rc) say(r, "wrote %s/%s.h and %s/%s.c\n", argv[0], prefix, argv[0], prefix);
-    ch_buf_free(&h);
-    ch_buf_free(&c);
+    free(h);
+    free(c);
     return rc;
 }
 
@@ -674,24 +648,23 @@ static int cmd_reload(repl *r, int argc, char **argv)
 {
     (void)argv;
     if (argc) return complain(r, "usage: reload");
-    ch_ctx *ctx;
-    ch_model *m;
-    ch_mechanics *d;
-    if (load(r, r->path, &ctx, &m, &d)) {
+    ch_problem *pb;
+    if (load(r, r->path, &pb)) {
         say(r, "reload failed: keeping the previous model\n");
         return -1;
     }
     drop_compiled(r);
-    ch_ctx_free(r->ctx);
-    r->ctx = ctx, r->m = m, r->d = d, r->doc = NULL;
-    ch_table_free(&r->traj);
+    ch_problem_free(r->pb);
+    r->pb = pb;
+    table_free(&r->traj);
     for (size_t i = r->nset; i-- > 0;)
-        if (!valid_setting(m, r->set[i].name)) {
+        if (!valid_setting(pb, r->set[i].name)) {
             say(r, "dropped setting %s (not in the model any more)\n", r->set[i].name);
             remove_setting(r, i);
         }
-    say(r, "reloaded %s: %zu coordinates, %zu constraints, %zu parameters, "
-        "%zu settings kept\n", m->name, m->n, m->k, m->np, r->nset);
+    say(r, "reloaded %s: %d coordinates, %d constraints, %d parameters, "
+        "%zu settings kept\n", ch_problem_name(pb), ch_problem_nq(pb),
+        ch_problem_nconstraints(pb), ch_problem_np(pb), r->nset);
     return compiled(r) ? 0 : -1;
 }
 
@@ -699,12 +672,12 @@ static int cmd_info(repl *r, int argc, char **argv)
 {
     (void)argv;
     if (argc) return complain(r, "usage: info");
-    say(r, "model %s from %s: %zu coordinates, %zu constraints, %zu parameters\n",
-        r->m->name, r->path, r->m->n, r->m->k, r->m->np);
+    say(r, "model %s from %s: %d coordinates, %d constraints, %d parameters\n",
+        ch_problem_name(r->pb), r->path, ch_problem_nq(r->pb), ch_problem_nconstraints(r->pb),
+        ch_problem_np(r->pb));
     char how[120];
     method_text(r, how, sizeof how);
-    say(r, "form %s, method %s, compiler %s\n", ch_form_name(r->form), how,
-        r->cc == CH_COMPILER_CC ? "cc" : "tcc");
+    say(r, "form %s, method %s, compiler %s\n", forms[r->form], how, r->compiler);
     say(r, "compilations: %ld\nruns: %ld\n", r->compiles, r->runs);
     return cmd_set(r, 0, NULL);
 }
@@ -821,9 +794,9 @@ static int read_line(repl *r, char *buf, size_t size)
 static void session_free(repl *r)
 {
     drop_compiled(r);
-    if (r->ctx) ch_ctx_free(r->ctx);
+    ch_problem_free(r->pb);
     for (size_t i = 0; i < r->nset; i++) free(r->set[i].name);
-    ch_table_free(&r->traj);
+    table_free(&r->traj);
     free(r->path);
 }
 
@@ -832,31 +805,29 @@ int ch_repl_run(const char *path, const ch_repl_options *o)
     repl r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    chrt_options def;
-    chrt_options_default(&def);
-    r.method = def.method;
-    r.dt = def.dt;
-    r.rtol = def.rtol;
-    r.atol = def.atol;
-    ch_table_init(&r.traj);
-    int f = ch_form_parse(o->form ? o->form : "reduced");
-    if (f < 0) {
+    r.method = "dop853";
+    r.rtol = CH_DEFAULT_RTOL;
+    r.atol = CH_DEFAULT_ATOL;
+    r.form = -1;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(o->form ? o->form : "reduced", forms[i])) r.form = i;
+    if (r.form < 0) {
         complain(&r, "unknown form '%s' (full, reduced, hamilton)", o->form);
         return 2;
     }
-    r.form = (ch_form)f;
     if (o->compiler && strcmp(o->compiler, "tcc") && strcmp(o->compiler, "cc")) {
         complain(&r, "unknown compiler '%s' (tcc, cc)", o->compiler);
         return 2;
     }
-    r.cc = o->compiler && !strcmp(o->compiler, "cc") ? CH_COMPILER_CC : CH_COMPILER_TCC;
+    r.compiler = o->compiler && !strcmp(o->compiler, "cc") ? "cc" : "tcc";
     if (!(r.path = strdup(path))) return complain(&r, "out of memory"), 1;
-    if (load(&r, path, &r.ctx, &r.m, &r.d) || !compiled(&r)) {
+    if (load(&r, path, &r.pb) || !compiled(&r)) {
         session_free(&r);
         return 1;
     }
-    say(&r, "model %s: %zu coordinates, %zu constraints, %zu parameters; "
-        "'help' lists the commands\n", r.m->name, r.m->n, r.m->k, r.m->np);
+    say(&r, "model %s: %d coordinates, %d constraints, %d parameters; "
+        "'help' lists the commands\n", ch_problem_name(r.pb), ch_problem_nq(r.pb),
+        ch_problem_nconstraints(r.pb), ch_problem_np(r.pb));
     char line[LINE_SIZE];
     while (read_line(&r, line, sizeof line))
         if (execute(&r, line)) break;

@@ -8,8 +8,9 @@
  * many compilations happened). A failing command prints a message on the
  * error stream and the session goes on; end of input or `quit` ends it.
  *
- * Unlike the rest of the library this module talks to the user, but only
- * through the streams the caller passes; it never exits. */
+ * Part of the chetaev program, not of the library: it is built on the
+ * public API (chetaev.h) alone, and talks to the user only through the
+ * streams the caller passes; it never exits. */
 #ifndef CH_REPL_H
 #define CH_REPL_H
 
