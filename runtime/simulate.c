@@ -1055,7 +1055,7 @@ static int parse_assign(const chrt_system *s, const char *opt, const char *arg,
     if (bad)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s %s: '%s' %s", opt, arg, eq + 1,
                     number_error(bad));
-    /* --init is applied after all --set values are known (apply_inits). */
+    /* --init is applied after all --set values are known (chrt_initial_state). */
     if (!s || strcmp(opt, "--set") != 0) return CHRT_OK;
     size_t len = (size_t)(eq - arg);
     int i = find_name(s->param_names, s->np, arg, len);
@@ -1193,6 +1193,7 @@ int chrt_initial_state(const chrt_system *s, const double *p, size_t ninit,
                        const chrt_init *init, double *x0, char *warning, size_t wlen,
                        char *errbuf, size_t errlen)
 {
+    if (warning && wlen) warning[0] = 0;
     size_t nq = s->nq ? (size_t)s->nq : 1;
     init_ctx c = {s, x0, NULL, NULL, NULL, NULL, 0, errbuf, errlen};
     int i, rc = CHRT_OK;
@@ -1216,7 +1217,6 @@ int chrt_initial_state(const chrt_system *s, const double *p, size_t ninit,
         }
         for (i = 0; i < s->np; i++) c.via |= p[i] != s->param_defaults[i];
     }
-    if (warning && wlen) warning[0] = 0;
     rc = each_init(ninit, init, init_q, &c);
     if (rc) goto done;
     if (c.via) {

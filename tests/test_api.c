@@ -675,7 +675,7 @@ static void test_run(void)
  * promises are the runtime's. */
 static int count_row(void *ctx, const double *v, int n)
 {
-    double *st = ctx; /* rows, worst |phi| */
+    double *st = ctx; /* rows, -, the last row's t */
     (void)n;
     st[0]++;
     st[2] = v[0];

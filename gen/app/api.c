@@ -35,6 +35,9 @@ _Static_assert(CH_E_MODEL == (int)CH_ERR_MODEL && CH_E_USAGE == (int)CH_ERR_USAG
                    && CH_E_MEMORY == (int)CH_ERR_MEMORY && CH_E_IO == (int)CH_ERR_IO
                    && CH_E_MATH == (int)CH_ERR_MATH,
                "ch_err codes must equal ch_status");
+_Static_assert(CH_LOOP_POINTS_MIN == CH_LOOP_MIN_POINTS && CH_LOOP_POINTS_MAX == CH_LOOP_MAX_POINTS
+                   && CH_PLOT_SERIES_MAX == CH_PLOT_MAX_SERIES,
+               "chetaev.h's limits must equal the modules'");
 
 struct ch_problem {
     ch_ctx *ctx;
@@ -45,6 +48,9 @@ struct ch_problem {
     size_t len;
     ch_derivation *doc;    /* the document, made at the first write */
     ch_emit_cache *cache;  /* the kernels the emitted forms share */
+    size_t max_nodes;      /* the node budget it was derived under */
+    double *sv;            /* ch_problem_constraints' symbol values (nsv) */
+    size_t nsv;
 };
 
 struct ch_system {
@@ -55,6 +61,7 @@ struct ch_system {
      * system never depends on its problem. */
     char *file, *text;
     size_t len;
+    size_t max_nodes;   /* the problem's node budget, for that derivation */
     ch_form form;
     ch_compiler cc;
     int rechart;
@@ -99,6 +106,9 @@ static int fail(ch_err *err, int code, const char *fmt, const char *arg)
     export_error(err, &e);
     return code;
 }
+
+#define CH_STR_(x) #x
+#define CH_STR(x) CH_STR_(x)
 
 /* The argument checks of the entry points: a NULL object or pointer is a
  * usage error (or a neutral value for the queries), never a crash. */
@@ -161,13 +171,13 @@ static ch_problem *problem_new(const char *file, const char *text, size_t len,
         rc = ch_model_read(pb->file, &pb->text, &pb->len, &e);
     }
     ch_ctx_set_node_limit(pb->ctx, max_nodes);
+    pb->max_nodes = max_nodes;
     if (!rc) rc = ch_model_parse(pb->ctx, pb->file, pb->text, pb->len, &pb->model, &e);
     if (!rc) rc = ch_mechanics_derive(pb->ctx, pb->model, &pb->der, &e);
     char st[128];
     if (rc == CH_ERR_LIMIT && pb->model
         && ch_model_statement_at(pb->model, e.line, e.col, st, sizeof st))
-        ch_str_append(e.msg, sizeof e.msg, " (deriving from the '%s' statement; see "
-                      "--max-nodes)", st);
+        ch_str_append(e.msg, sizeof e.msg, " (deriving from the '%s' statement)", st);
     if (rc) {
         export_error(err, &e);
         ch_problem_free(pb);
@@ -210,6 +220,7 @@ void ch_problem_free(ch_problem *pb)
 {
     if (!pb) return;
     ch_emit_cache_free(pb->cache);
+    free(pb->sv);
     if (pb->ctx) ch_ctx_free(pb->ctx);
     free(pb->file);
     free(pb->text);
@@ -251,8 +262,13 @@ int ch_problem_constraints(ch_problem *pb, double t, const double *q, const doub
 {
     NEED(pb && q && qt && (p || !pb->model->np), "ch_problem_constraints: no problem or point");
     const ch_model *m = pb->model;
-    double *sv = calloc(ch_ctx_nsyms(pb->ctx) + 1, sizeof *sv);
-    if (!sv) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+    size_t nsv = ch_ctx_nsyms(pb->ctx) + 1;
+    if (nsv > pb->nsv) { /* (the problem's: called once per row of a run) */
+        double *w = realloc(pb->sv, nsv * sizeof *w);
+        if (!w) return fail(err, CH_E_MEMORY, "%s", "out of memory");
+        pb->sv = w, pb->nsv = nsv;
+    }
+    double *sv = pb->sv;
     for (size_t i = 0; i < m->np; i++) sv[ch_sym_of(m->param[i])->sid] = p[i];
     sv[ch_sym_of(m->t)->sid] = t;
     for (size_t i = 0; i < m->n; i++) {
@@ -266,7 +282,6 @@ int ch_problem_constraints(ch_problem *pb, double t, const double *q, const doub
         ch_eval_d_many(pb->ctx, m->k, pass ? m->constraint_orig : m->constraint, sv, out);
         for (size_t a = 0; a < m->k; a++) bad |= !isfinite(out[a]);
     }
-    free(sv);
     return bad ? fail(err, CH_E_NUMERIC, "%s", "a constraint is undefined at this point") : 0;
 }
 
@@ -303,11 +318,11 @@ int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *
     if (only && n == 0)
         rc = fail(err, CH_E_USAGE, "%s", "no section to print");
     else if (!pb->doc && ch_derivation_of(pb->der, &pb->doc, &e))
-        rc = export_in(err, &e, pb);
+        export_error(err, &e), rc = (int)e.code;
     else if (ch_derivation_prepare(pb->doc, fmts[fi].f, n, only ? sec : NULL))
         rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
     else if (ch_derivation_fwrite(out, pb->doc, fmts[fi].f, n, only ? sec : NULL, &e))
-        rc = export_in(err, &e, pb);
+        export_error(err, &e), rc = (int)e.code;
     free(list);
     return rc;
 }
@@ -454,7 +469,8 @@ int ch_problem_check(ch_problem *pb, const ch_check_options *o, char **report, c
     *report = *svg = NULL;
     if (skipped) *skipped = 0;
     if (o->loop && (o->loop < CH_LOOP_POINTS_MIN || o->loop > CH_LOOP_POINTS_MAX))
-        return fail(err, CH_E_USAGE, "%s", "a loop needs from 8 to 100000 points");
+        return fail(err, CH_E_USAGE, "%s", "a loop needs from " CH_STR(CH_LOOP_POINTS_MIN)
+                    " to " CH_STR(CH_LOOP_POINTS_MAX) " points");
     if (o->loop_svg && o->loop <= 0) return fail(err, CH_E_USAGE, "%s", "no loop to draw");
     ch_audit a;
     ch_loop_result loop = {0};
@@ -658,6 +674,7 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     memcpy(s->chart0, s->chart, sizeof s->chart);
     s->file = strdup(pb->file);
     s->len = pb->len;
+    s->max_nodes = pb->max_nodes;
     if ((s->text = malloc(pb->len + 1))) memcpy(s->text, pb->text, pb->len);
     /* calloc(0) may return NULL: allocate at least one of each. */
     size_t nx = (size_t)sys->nx + 1, np = (size_t)sys->np + 1, nq = (size_t)sys->nq + 1;
@@ -961,6 +978,7 @@ static int api_rechart(void *ctx, double t, double *x, const double *p,
         ch_model *m = NULL;
         ch_mechanics *d = NULL;
         int rc = (s->rctx = ch_ctx_new()) ? 0 : ch_error_set(&e, CH_ERR_MEMORY, NULL, 0, 0, "out of memory");
+        if (!rc) ch_ctx_set_node_limit(s->rctx, s->max_nodes);
         if (!rc) rc = ch_model_parse(s->rctx, s->file, s->text, s->len, &m, &e);
         if (!rc) rc = ch_mechanics_derive(s->rctx, m, &d, &e);
         if (!rc && !(s->charts = ch_charts_new(s->rctx, d, s->form, s->cc, &s->c->sys,

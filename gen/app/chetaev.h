@@ -118,7 +118,8 @@ const char *ch_problem_coordinate(const ch_problem *pb, int i);
 const char *ch_problem_param_name(const ch_problem *pb, int i);
 double ch_problem_param_default(const ch_problem *pb, int i);
 int ch_problem_holonomic(const ch_problem *pb, int i);
-/* The constraints at (t, q, q', p) (nq, nq and np values): phi the
+/* The constraints at (t, q, q', p) (nq, nq and np values, the parameters
+ * in the model's order, which is a compiled system's): phi the
  * velocity-level functions that vanish on motions, g the functions as
  * written (for a holonomic constraint, constant along motions), one value
  * per constraint each (either may be NULL). An independent check of any
@@ -204,8 +205,9 @@ typedef struct ch_run_options {
                         instead of switching charts (README "Charts") */
     /* With svg not NULL, the rows are also plotted into *svg (malloc'd,
      * NULL when there was no row): the columns plot_y (nplot of them; 0:
-     * the coordinates, at most CH_PLOT_SERIES_MAX) against t, or against
-     * the column plot_x when it is not NULL. */
+     * the coordinates, at most CH_PLOT_SERIES_MAX) against t, or, when
+     * plot_x is not NULL, the one column plot_y[0] (nplot 1) against
+     * plot_x. */
     char **svg;
     const char *plot_x;
     const char *const *plot_y;
@@ -216,10 +218,13 @@ typedef struct ch_run_options {
  * programs do: the runtime's options in argv[1..argc) (README
  * "Integration": --method, --t1, --rtol, --set, --init, -o, --stats ...),
  * the CSV to stdout or -o FILE, notes, errors and --stats on stderr
- * prefixed by argv[0]. Returns the exit code of SPEC §2 (0; 2: bad
- * options, 3: a numerical failure, the rows before it written and
- * plotted), or -1 with err when nothing ran (the form cannot be compiled,
- * a plot column does not exist: CH_E_USAGE) or the plot failed. */
+ * prefixed by argv[0]. Returns -1 with err when nothing ran: an option's
+ * syntax, a plot column that does not exist (CH_E_USAGE), a form that
+ * cannot be compiled; otherwise the exit code of SPEC §2 with its message
+ * on stderr: 0, 2 for a name the model does not have (--set, --init) or
+ * an output that cannot be written, 3 for a numerical failure (the rows
+ * before it written and plotted); -1 with err also when the plot of a
+ * run that succeeded failed. */
 int ch_problem_run(ch_problem *pb, const ch_run_options *o, int argc, char **argv,
                    ch_err *err);
 /* The syntax of the runtime's options argv[0..argc) (no program name),

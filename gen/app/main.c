@@ -214,7 +214,15 @@ static int opt_value(int argc, char **argv, int *i, const char *opt,
 static int load(const char *path, size_t max_nodes, ch_problem **pb)
 {
     ch_err err;
-    if (!(*pb = ch_problem_load_limited(path, max_nodes, &err))) return report_api(&err);
+    if (!(*pb = ch_problem_load_limited(path, max_nodes, &err))) {
+        size_t n = strlen(err.msg), s = strlen(" statement)");
+        /* the node budget ("... (deriving from the 'S' statement)"): the
+         * option that raises it */
+        if (err.code == CH_E_LIMIT && n > s && n + 20 < sizeof err.msg
+            && !strcmp(err.msg + n - s, " statement)"))
+            memcpy(err.msg + n - 1, "; see --max-nodes)", 19);
+        return report_api(&err);
+    }
     /* what was made consistent in the model's initial state (SPEC §1) */
     for (size_t i = 0; i < ch_problem_warning_count(*pb); i++)
         fprintf(stderr, "%s\n", ch_problem_warning(*pb, i));
@@ -595,6 +603,8 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
         rc = usage_error("run", "%s", "--plot-vars and --xy need --plot FILE.svg");
     } else if (vars && xy) {
         rc = usage_error("run", "%s", "--plot-vars and --xy exclude each other");
+    } else if (vars && ncols == 0) {
+        rc = usage_error("run", "%s", "--plot-vars needs at least one column");
     } else if (xy && ncols != 2) {
         rc = usage_error("run", "%s", "--xy needs two columns X,Y");
     } else if (ncols > CH_PLOT_SERIES_MAX) {

@@ -482,7 +482,8 @@ int ch_em_subst_prog(emitter *e, const ch_expr ***outs, ch_cse_prog *prog, int *
     if (!o || !all || !vdep || !bd || !u) return -1;
     const ch_expr **chart = ch_em_earr(e, 2 * k + 1);
     if (!chart) return -1;
-    if (ch_em_chart_exprs(e, chart)) return 1; /* G_d is not triangular */
+    int tri = ch_em_chart_exprs(e, chart);
+    if (tri) return tri; /* 1: G_d is not triangular; -1: out of memory */
     for (size_t c = 0; c < m; c++) u[c] = e->m->qt[e->d->mf.indep[c]];
     int with_alpha = e->form == CH_FORM_REDUCED && red->explicit_alpha && red->alpha
                      && !red->nguard;

@@ -654,21 +654,17 @@ int ch_hamilton_rate(ch_ctx *ctx, const ch_reduced *r, const ch_hamilton *h,
                      const ch_expr **out)
 {
     size_t m = r->m;
-    const ch_expr **dt = malloc((m + 1) * sizeof *dt), **from = malloc((m + 1) * sizeof *from);
-    const ch_expr **to = malloc((m + 1) * sizeof *to);
+    const ch_expr **dt = malloc((m + 1) * sizeof *dt);
     int rc = -1;
-    if (!dt || !from || !to) {
+    if (!dt) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        goto done;
+        return -1;
     }
-    for (size_t i = 0; i < m; i++) {
-        from[i] = r->mf->model->qtt[r->mf->indep[i]];
-        to[i] = ch_zero(ctx);
+    for (size_t i = 0; i < m; i++)
         if (!(dt[i] = ch_reduce_dt(ctx, r, r->y_star[i]))) goto done;
-    }
     for (size_t j = 0; j < m * m; j++) out[j] = h->K[j];
-    rc = ch_subst_many(ctx, m, dt, out + m * m, m, from, to) ? -1 : 0;
+    rc = ch_reduce_at_rest(ctx, r, m, dt, out + m * m);
 done:
-    free(dt), free(from), free(to);
+    free(dt);
     return rc;
 }

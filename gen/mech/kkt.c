@@ -291,8 +291,9 @@ int ch_kkt_hamilton_kane(ch_ctx *ctx, const ch_kkt *s, const ch_expr *const *v,
      * homogeneous in the velocities; A = sum_b mu_b P_b P_b^T as in
      * ch_kkt_reduced_kane */
     if (rc == 0) kane_a(ctx, m, kn, P, t, A);
-    if (rc || ch_mat_solve(ctx, m, A, 1, y, eta)) {
-        ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
+    if (rc == 0 && ch_mat_solve(ctx, m, A, 1, y, eta)) {
+        if (ch_ctx_error(ctx)->code == CH_ERR_MEMORY) rc = -1;
+        else ch_ctx_clear_error(ctx); /* yt stays good: eta from the closed form */
         eta[0] = NULL;
     }
 done:

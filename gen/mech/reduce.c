@@ -557,32 +557,38 @@ static int setup(reducer *s, ch_ctx *ctx, const ch_manifold *mf, ch_reduced *r)
     return 0;
 }
 
-/* The energy identity holds on the constraint manifold; it involves the
- * accelerations or multipliers only through implicit alpha, if at all. */
-int ch_reduce_system(ch_ctx *ctx, const ch_reduced *r, const ch_expr **out)
+int ch_reduce_at_rest(ch_ctx *ctx, const ch_reduced *r, size_t n, const ch_expr *const *in,
+                      const ch_expr **out)
 {
     size_t m = r->m;
     const ch_expr **from = malloc((m + 1) * sizeof *from), **to = malloc((m + 1) * sizeof *to);
     int rc = -1;
     if (!from || !to) {
         ch_ctx_fail(ctx, CH_ERR_MEMORY, "out of memory");
-        goto done;
+    } else {
+        for (size_t i = 0; i < m; i++) {
+            from[i] = r->mf->model->qtt[r->mf->indep[i]];
+            to[i] = ch_zero(ctx);
+        }
+        rc = ch_subst_many(ctx, n, in, out, m, from, to) ? -1 : 0;
     }
-    for (size_t i = 0; i < m; i++) {
-        from[i] = r->mf->model->qtt[r->mf->indep[i]];
-        to[i] = ch_zero(ctx);
-    }
-    for (size_t j = 0; j < m * m; j++) out[j] = r->M_star[j];
-    if (ch_subst_many(ctx, m, r->eqs, out + m * m, m, from, to)) goto done;
-    rc = 0;
-    for (size_t i = 0; i < m; i++)
-        if (!(out[m * m + i] = ch_neg(ctx, out[m * m + i]))) rc = -1;
-done:
     free(from);
     free(to);
     return rc;
 }
 
+int ch_reduce_system(ch_ctx *ctx, const ch_reduced *r, const ch_expr **out)
+{
+    size_t m = r->m;
+    for (size_t j = 0; j < m * m; j++) out[j] = r->M_star[j];
+    if (ch_reduce_at_rest(ctx, r, m, r->eqs, out + m * m)) return -1;
+    for (size_t i = 0; i < m; i++)
+        if (!(out[m * m + i] = ch_neg(ctx, out[m * m + i]))) return -1;
+    return 0;
+}
+
+/* The energy identity holds on the constraint manifold; it involves the
+ * accelerations or multipliers only through implicit alpha, if at all. */
 void ch_reduce_test_identity(ch_ctx *ctx, ch_reduced *r)
 {
     const ch_expr *e = r->E_identity;

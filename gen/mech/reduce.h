@@ -58,6 +58,12 @@ typedef struct ch_reduced {
 int ch_reduce_derive(ch_ctx *ctx, const ch_manifold *mf, ch_reduced *out,
                      ch_error *err);
 
+/* The n expressions in with the independent accelerations q_tt_r set to
+ * zero into out (the part of a quantity affine in them that they do not
+ * multiply). 0, or -1 on a context error. */
+int ch_reduce_at_rest(ch_ctx *ctx, const ch_reduced *r, size_t n, const ch_expr *const *in,
+                      const ch_expr **out);
+
 /* The reduced equations as the linear system that is integrated,
  * M* q_tt_r = f with f = -eqs at q_tt_r = 0 (eqs are affine in q_tt_r):
  * the m*m entries of M* (row-major), then the m of f, into out. 0, or -1
