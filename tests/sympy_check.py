@@ -715,7 +715,7 @@ class ReducedRef:
                          zero) - self.Lstar
         self.alpha_bar = [sum((self.v[r] * A[nu][r] for r in range(m)), zero)
                           for nu in range(k)]
-        # 001 eq. 19: E* = E|alpha + (alpha_bar - alpha) p*
+        # 001 eq. 18: E* = E|alpha + (alpha_bar - alpha) p*
         self.Estar_identity = self.on(ref["energy"]) + sum(
             ((self.alpha_bar[nu] - self.alpha_e[nu]) * self.pstar[nu]
              for nu in range(k)), zero)

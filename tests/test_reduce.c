@@ -3,7 +3,7 @@
  *   phi(alpha) = 0 identically (explicit alpha),
  *   reduced equations = E_r + dalpha/dq'_r E_dep - Q* on motions,
  *   M* = D^T M D on motions,
- *   E* = E|alpha + sum (alpha_bar - alpha) p* (001 eq. 19),
+ *   E* = E|alpha + sum (alpha_bar - alpha) p* (001 eq. 18),
  * each decided by the zero test on the constraint manifold. */
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * derived on request, because on a large model each costs as much as a
  * stage of the rest (see their modules): the Euler-Lagrange terms E_i,
  * the explicit multipliers of a small system and the test of the identity
- * of 001 eq. 19. ch_mechanics_complete derives the ones asked for, each at
+ * of 001 eq. 18. ch_mechanics_complete derives the ones asked for, each at
  * most once, and keeps why one could not be derived. Everything lives in
  * the context. */
 #ifndef CH_MECHANICS_H
@@ -24,7 +24,7 @@
 typedef enum {
     CH_MECH_EULER = 1,    /* lag.EL (000 eq. 27-29) */
     CH_MECH_LAMBDA = 2,   /* lambda: explicit multipliers, n <= 4 */
-    CH_MECH_IDENTITY = 4  /* red.E_identity_test (001 eq. 19) */
+    CH_MECH_IDENTITY = 4  /* red.E_identity_test (001 eq. 18) */
 } ch_mech_part;
 
 typedef struct ch_mechanics {

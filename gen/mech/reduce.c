@@ -437,7 +437,7 @@ static int dependent_accelerations(reducer *s)
     return 0;
 }
 
-/* L*, p*, y*, E*, alpha_bar and the identity of 001 eq. 19. */
+/* L*, p*, y*, E*, alpha_bar and the identity of 001 eq. 18. */
 static int energies(reducer *s)
 {
     ch_ctx *ctx = s->ctx;

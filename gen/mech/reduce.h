@@ -42,7 +42,7 @@ typedef struct ch_reduced {
     const ch_expr **p_star;   /* k: dL/dq_t_{m+nu} at q_t_dep = alpha */
     const ch_expr **y_star;   /* m: dL* /dq_t_r (002 eq. 4.10) */
     const ch_expr *E_star;    /* q_t_r dL* /dq_t_r - L* (001 eq. 17) */
-    const ch_expr **alpha_bar;/* k: q_t_r d alpha_nu/d q_t_r (001 eq. 18) */
+    const ch_expr **alpha_bar;/* k: q_t_r d alpha_nu/d q_t_r (001 eq. 19) */
     const ch_expr **B;        /* k*m: d/dt(d alpha/d q_t_r) - X*_r alpha */
     const ch_expr **Q_star;   /* m: Q_r + d alpha_nu/d q_t_r Q_{m+nu} */
     const ch_expr **eqs;      /* m: reduced equations (= 0), contain q_tt_r */
