@@ -298,9 +298,11 @@ static int row_at(loop *L, double t, const double *x)
     if (rc < 0) return fail(L->errbuf, L->errlen, CHRT_EXIT_OUTPUT, "%s", "cannot write a row");
     if (rc >= 3) {
         double bad = L->row[2 * L->s->nq + rc - 2];
+        char e[80];
         return fail(L->errbuf, L->errlen, CHRT_EXIT_NUMERIC,
                     "numerical failure at t = %.17g (step %ld): the column %s is %s%s", t,
-                    step_no(L), rc == 3 ? "E" : L->s->output_names[rc - 4],
+                    step_no(L), rc == 3 ? chrt_energy_column(L->s, e, sizeof e)
+                                        : L->s->output_names[rc - 4],
                     isnan(bad) ? "NaN" : "infinite",
                     step_no(L) ? "" : " at the initial state");
     }
@@ -858,13 +860,39 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
 
 /* ---- CSV -------------------------------------------------------------- */
 
+static int column_taken(const chrt_system *s, const char *name)
+{
+    size_t len = strlen(name);
+    int i;
+    if (!strcmp(name, "t")) return 1;
+    for (i = 0; i < s->nq; i++) {
+        const char *q = s->state_names[i];
+        size_t ql = strlen(q);
+        if (!strcmp(q, name) || (len == ql + 1 && name[ql] == '\'' && !strncmp(q, name, ql)))
+            return 1;
+    }
+    for (i = 0; i < s->nout; i++)
+        if (!strcmp(s->output_names[i], name)) return 1;
+    return 0;
+}
+
+const char *chrt_energy_column(const chrt_system *s, char *buf, size_t size)
+{
+    size_t len = 1;
+    if (size < 2) return "E";
+    strcpy(buf, "E");
+    while (column_taken(s, buf) && len + 1 < size) buf[len++] = '_', buf[len] = 0;
+    return buf;
+}
+
 static void put_header(const chrt_system *s, FILE *out)
 {
     int i;
+    char e[80];
     fputs("t", out);
     for (i = 0; i < s->nq; i++) fprintf(out, ",%s", s->state_names[i]);
     for (i = 0; i < s->nq; i++) fprintf(out, ",%s'", s->state_names[i]);
-    fputs(",E", out);
+    fprintf(out, ",%s", chrt_energy_column(s, e, sizeof e));
     for (i = 0; i < s->nout; i++) fprintf(out, ",%s", s->output_names[i]);
     fputc('\n', out);
 }

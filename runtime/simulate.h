@@ -224,6 +224,11 @@ typedef struct {
 int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
                     double *x0, double *p, char *errbuf, size_t errlen);
 
+/* The name of the energy column of the CSV into buf: "E", with "_"
+ * appended while "t", a coordinate, a velocity column q' or an output
+ * column has that name (a model with a coordinate E gets "E_"). */
+const char *chrt_energy_column(const chrt_system *s, char *buf, size_t size);
+
 /* An initial value as --init gives it: the state variable, coordinate q
  * or velocity q' named by the first len characters of name, and its
  * value. */

@@ -202,5 +202,18 @@ else
     bad "driver not built"
 fi
 
+# CSV column names are unique in every form: coordinates named E and
+# phi1 push the energy and constraint columns to E_ and phi1_ (README
+# "Integration").
+printf "model dup\ncoordinates E phi1\nlagrangian (E'^2 + phi1'^2)/2\nconstraint E' - phi1' = 0\ninitial E'=1\n" >"$tmp/dup.nh"
+for f in full reduced hamilton; do
+    head=$("$bin" run "$tmp/dup.nh" --form $f --t1 0.01 2>/dev/null | head -1)
+    n=$(printf '%s\n' "$head" | tr ',' '\n' | sort | uniq -d | wc -l)
+    case "$head" in
+        *",E_,"*) [ "$n" = 0 ] && ok || bad "$f: duplicate columns in $head" ;;
+        *) bad "$f: no E_ column in '$head'" ;;
+    esac
+done
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -743,6 +743,40 @@ static void test_repl_services(void)
     ch_problem_free(pb);
 }
 
+/* Column names are unique whatever the model names: coordinates E,
+ * phi1, lambda1 and R_x push the energy, constraint, multiplier and
+ * reaction columns to E_, phi1_, lambda1_ and R_x_ in every form. */
+static void test_unique_columns(void)
+{
+    static const char dup[] =
+        "model dup\ncoordinates E phi1 lambda1 R_x x\n"
+        "lagrangian (E'^2 + phi1'^2 + lambda1'^2 + R_x'^2 + x'^2)/2 - E^2/2\n"
+        "constraint E' - phi1' = 0\ninitial E'=1 x'=0.5\n";
+    static const char *const forms[] = {"full", "reduced", "hamilton"};
+    ch_err err;
+    ch_problem *pb = ch_problem_parse("dup.nh", dup, strlen(dup), &err);
+    CHECK_MSG(pb != NULL, "%s", err.msg);
+    for (int f = 0; pb && f < 3; f++) {
+        ch_system *s = ch_system_compile(pb, forms[f], NULL, &err);
+        CHECK_MSG(s != NULL, "%s: %s", forms[f], err.msg);
+        if (!s) continue;
+        int n = ch_system_ncolumns(s), dups = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                dups += !strcmp(ch_system_column_name(s, i), ch_system_column_name(s, j));
+        CHECK_MSG(dups == 0, "%s: %d duplicate column names", forms[f], dups);
+        CHECK_STR(ch_system_column_name(s, 1 + 2 * ch_system_nq(s)), "E_");
+        int found = 0;
+        for (int i = 0; i < n; i++) {
+            const char *c = ch_system_column_name(s, i);
+            found += !strcmp(c, "lambda1_") || !strcmp(c, "R_x_") || !strcmp(c, "phi1_");
+        }
+        CHECK_MSG(found == (f == 0 ? 3 : 2), "%s: %d renamed outputs", forms[f], found);
+        ch_system_free(s);
+    }
+    ch_problem_free(pb);
+}
+
 int main(void)
 {
     RUN(test_bad_arguments);
@@ -759,5 +793,6 @@ int main(void)
     RUN(test_commands);
     RUN(test_run);
     RUN(test_repl_services);
+    RUN(test_unique_columns);
     return check_summary("api");
 }

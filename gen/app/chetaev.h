@@ -359,8 +359,10 @@ typedef struct ch_rows {
 /* ch_system_integrate with the rows. */
 int ch_system_integrate_rows(ch_system *s, double t1, const char *method, double dt,
                              const ch_rows *rows, ch_err *err);
-/* The CSV's columns: "t", the coordinates, all their velocities, "E",
- * then the form's outputs (multipliers, reactions, residuals ...). */
+/* The CSV's columns: "t", the coordinates, all their velocities, the
+ * energy "E", then the form's outputs (multipliers, reactions,
+ * residuals ...). Every name is unique: a generated one that the model
+ * already uses (a coordinate E or phi1) gets "_" appended ("E_"). */
 int ch_system_ncolumns(const ch_system *s);
 const char *ch_system_column_name(const ch_system *s, int i);
 

@@ -160,13 +160,6 @@ static int table_row(void *ctx, const double *v, int n)
     return 0;
 }
 
-static int table_column(const table *tb, const char *name)
-{
-    for (size_t i = 0; i < tb->ncols; i++)
-        if (!strcmp(tb->names[i], name)) return (int)i;
-    return -1;
-}
-
 /* ---- model and compiled forms ------------------------------------------- */
 
 /* Loads and derives path into *pb; the session's problem is untouched. */
@@ -378,7 +371,7 @@ static void summary(repl *r, const ch_system *s, long steps)
 {
     const table *tb = &r->traj;
     const double *last = tb->v + (tb->nrows - 1) * tb->ncols;
-    size_t ec = (size_t)table_column(tb, "E");
+    size_t ec = 1 + 2 * (size_t)ch_problem_nq(r->pb); /* E (the CSV's layout) */
     char how[120];
     method_text(r, how, sizeof how);
     say(r, "t = %.12g after %ld steps (%s, %s form)\n", last[0], steps, how, forms[r->form]);

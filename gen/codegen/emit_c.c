@@ -883,6 +883,43 @@ static void put_name_list(ch_buf *b, size_t n, const char *const *pre,
 
 static const char *sym_name(const ch_expr *s) { return ch_sym_of(s)->name; }
 
+/* 1 when name is "t", a coordinate, a velocity column q' or one of the
+ * model's integrals: the CSV columns the model names. */
+static int model_column(const emitter *e, const char *name)
+{
+    size_t len = strlen(name);
+    if (!strcmp(name, "t")) return 1;
+    for (size_t i = 0; i < e->n; i++) {
+        const char *q = sym_name(e->m->q[i]);
+        size_t ql = strlen(q);
+        if (!strcmp(q, name) || (len == ql + 1 && name[ql] == '\'' && !strncmp(q, name, ql)))
+            return 1;
+    }
+    for (size_t j = 0; j < e->m->nintegrals; j++)
+        if (!strcmp(e->m->integrals[j].name, name)) return 1;
+    return 0;
+}
+
+/* The c output columns (full names) made unique: a generated one (a
+ * prefix in pre; an integral's has none) whose name the model or an
+ * earlier column already has gets "_" appended until it is free, so that
+ * a coordinate phi1 or lambda1 never shares its column's name (README
+ * "Integration"; the runtime does the same for E). */
+static void unique_outputs(const emitter *e, size_t c, const char *const *pre,
+                           char (*full)[160])
+{
+    for (size_t i = 0; i < c; i++) {
+        if (!pre[i][0]) continue;
+        for (;;) {
+            int taken = model_column(e, full[i]);
+            for (size_t j = 0; !taken && j < i; j++) taken = !strcmp(full[j], full[i]);
+            size_t len = strlen(full[i]);
+            if (!taken || len + 2 > sizeof full[i]) break;
+            full[i][len] = '_', full[i][len + 1] = 0;
+        }
+    }
+}
+
 static void put_tables(emitter *e, ch_buf *b)
 {
     size_t n = e->n, k = e->k, mi = e->mi, np = e->m->np;
@@ -942,9 +979,18 @@ static void put_tables(emitter *e, ch_buf *b)
     for (size_t a = 0; num && a < e->h; a++)
         snprintf(num[2 * k + a], sizeof num[0], "%d", e->d->init.hol[a] + 1),
             pre[c] = "g", names[c++] = num[2 * k + a];
+    char (*full)[160] = calloc(c + 1, sizeof *full);
+    if (!full) {
+        ch_em_emit_fail(e, CH_ERR_MEMORY, "out of memory");
+    } else {
+        for (size_t i = 0; i < c; i++) snprintf(full[i], sizeof full[i], "%s%s", pre[i], names[i]);
+        unique_outputs(e, c, pre, full);
+        for (size_t i = 0; i < c; i++) names[i] = full[i], pre[i] = "";
+    }
     ch_buf_printf(b, "const char *const %s_output_names[%s] = {", e->P,
                   dim(e, "NOUT", e->nout, dbuf, sizeof dbuf));
-    put_name_list(b, c, pre, names);
+    put_name_list(b, full ? c : 0, pre, names);
+    free(full);
     ch_buf_put(b, "};\n");
     /* Events: names and whether each ends the run. */
     size_t nev = e->m->nevents;

@@ -210,14 +210,14 @@ int ch_driver_bind(ch_jit *j, const char *prefix, chrt_system *s,
 int ch_driver_table_columns(ch_table *tb, const chrt_system *s, ch_error *err)
 {
     size_t nq = (size_t)s->nq, nc = 2 + 2 * nq + (size_t)s->nout, k = 0;
-    char **names = calloc(nc, sizeof *names);
+    char **names = calloc(nc, sizeof *names), ebuf[80];
     int rc = names ? 0 : -1;
     for (size_t i = 0; !rc && i < nc; i++) {
         const char *fmt = "%s", *arg;
         if (i == 0) arg = "t";
         else if (i <= nq) arg = s->state_names[i - 1];
         else if (i <= 2 * nq) arg = s->state_names[i - 1 - nq], fmt = "%s'";
-        else if (i == 2 * nq + 1) arg = "E";
+        else if (i == 2 * nq + 1) arg = chrt_energy_column(s, ebuf, sizeof ebuf);
         else arg = s->output_names[i - 2 - 2 * nq];
         size_t len = strlen(arg) + 2;
         if (!(names[i] = malloc(len))) rc = -1;
