@@ -986,6 +986,14 @@ static const char *const valued[] = {"--method", "--dt", "--t1", "--every",
                                      "--atol", "--dt-max", "--dt-out",
                                      "--max-steps", "--chart-min"};
 
+const char *chrt_option_name(int i)
+{
+    static const char *const flags[] = {"--project", "--stats", "--help"};
+    int nv = (int)(sizeof valued / sizeof valued[0]);
+    if (i < 0 || i >= nv + 3) return NULL;
+    return i < nv ? valued[i] : flags[i - nv];
+}
+
 int chrt_option_takes_value(const char *arg)
 {
     size_t k;

@@ -254,6 +254,8 @@ int chrt_initial_state(const chrt_system *s, const double *p, size_t ninit,
 /* 1 when arg is one of the options above that takes a separate value
  * (e.g. "--dt", not "--dt=1"), so that a caller can pass them through. */
 int chrt_option_takes_value(const char *arg);
+/* The options above by index i = 0, 1, ... (NULL past the last). */
+const char *chrt_option_name(int i);
 
 /* The whole program: parse argv[1..argc), simulate, report errors, notes
  * and --stats on stderr prefixed by argv[0]. Returns the exit code. */

@@ -12,6 +12,11 @@ expect 2 "usage: chetaev" --
 expect 0 "--only" -- derive --help
 expect 2 "unknown command 'frobnicate'" -- frobnicate
 expect 2 "unknown option '--bogus'" -- derive "$src/examples/knife_edge.nh" --bogus
+# an unknown option is named as such (its value is no second model file),
+# with the closest option when one is within two edits
+expect 2 "unknown option '--tend'" -- run "$src/examples/knife_edge.nh" --tend 5
+expect 2 "unknown option '--metod' (did you mean --method?)" -- run "$src/examples/knife_edge.nh" --metod rk4
+expect 2 "unknown option '--formt' (did you mean --format?)" -- derive "$src/examples/knife_edge.nh" --formt json
 expect 2 "unknown format 'html'" -- derive "$src/examples/knife_edge.nh" --format html
 expect 2 "missing MODEL" -- derive
 expect 2 "needs a value" -- derive "$src/examples/knife_edge.nh" --format

@@ -527,6 +527,8 @@ int ch_run_args_check(int argc, char **argv, ch_err *err)
 
 int ch_run_option_takes_value(const char *arg) { return arg && chrt_option_takes_value(arg); }
 
+const char *ch_run_option_name(int i) { return chrt_option_name(i); }
+
 /* The plot's columns (x first for an xy plot) into v, checked against
  * the table's. */
 static int plot_columns(const chrt_system *s, const ch_table *tb, const ch_run_options *o,

@@ -233,6 +233,9 @@ int ch_run_args_check(int argc, char **argv, ch_err *err);
 /* 1 when arg is one of those options and takes a separate value ("--dt",
  * not "--dt=1"), so that a front end can pass them through. */
 int ch_run_option_takes_value(const char *arg);
+/* Those options by index i = 0, 1, ... ("--method", ...; NULL past the
+ * last), for a front end's help and suggestions. */
+const char *ch_run_option_name(int i);
 
 /* ---- compiled systems --------------------------------------------------- */
 

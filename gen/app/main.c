@@ -156,9 +156,67 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 
 /* The argument that is neither a known option nor its value: the model
  * file, once. Returns 0, or the usage error's exit code. */
+/* The options of each command (the runtime's too for run), for the
+ * suggestion of unknown_option. */
+static const struct {
+    const char *cmd;
+    const char *const opts[10];
+} options[] = {
+    {"derive", {"--format", "--only", "--max-nodes", "--help"}},
+    {"emit", {"--form", "--prefix", "--driver", "--force", "-o", "--max-nodes", "--help"}},
+    {"run", {"--form", "--compiler", "--plot", "--plot-vars", "--xy", "--no-rechart",
+             "--max-nodes"}},
+    {"check", {"--format", "--loop", "--plot", "--time-limit", "--max-nodes", "--help"}},
+    {"repl", {"--form", "--compiler", "--max-nodes", "--help"}},
+};
+
+/* Edit distance of a and b (each at most 63 characters compared). */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), d[64], prev;
+    if (la > 63) la = 63;
+    if (lb > 63) lb = 63;
+    for (size_t j = 0; j <= lb; j++) d[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        prev = d[0], d[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev + (a[i - 1] != b[j - 1]), best = d[j] + 1;
+            if (d[j - 1] + 1 < best) best = d[j - 1] + 1;
+            if (sub < best) best = sub;
+            prev = d[j], d[j] = best;
+        }
+    }
+    return d[lb];
+}
+
+/* "unknown option 'OPT'", with the closest option of cmd when one is
+ * within two edits ("--metod": did you mean --method?). */
+static int unknown_option(const char *cmd, const char *opt)
+{
+    const char *best = NULL;
+    size_t bd = 3, len = strcspn(opt, "=");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), opt);
+    for (size_t c = 0; c < sizeof options / sizeof options[0]; c++) {
+        if (strcmp(options[c].cmd, cmd)) continue;
+        for (size_t i = 0; i < 10 && options[c].opts[i]; i++) {
+            size_t d = distance(name, options[c].opts[i]);
+            if (d < bd) bd = d, best = options[c].opts[i];
+        }
+    }
+    for (int i = 0; !strcmp(cmd, "run") && ch_run_option_name(i); i++) {
+        size_t d = distance(name, ch_run_option_name(i));
+        if (d < bd) bd = d, best = ch_run_option_name(i);
+    }
+    fprintf(stderr, "chetaev %s: unknown option '%s'", cmd, opt);
+    if (best) fprintf(stderr, " (did you mean %s?)", best);
+    fprintf(stderr, "\nTry 'chetaev %s --help'.\n", cmd);
+    return EXIT_USAGE;
+}
+
 static int model_argument(const char *cmd, const char *a, const char **path)
 {
-    if (a[0] == '-' && a[1]) return usage_error(cmd, "unknown option '%s'", a);
+    if (a[0] == '-' && a[1]) return unknown_option(cmd, a);
     if (*path) return usage_error(cmd, "unexpected argument '%s'", a);
     *path = a;
     return 0;
@@ -559,6 +617,7 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
         return EXIT_MODEL;
     }
     rest[nrest++] = "chetaev run";
+    ch_err err;
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -579,6 +638,10 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
             else plot = v;
         } else if (!strcmp(a, "--no-rechart")) {
             rechart = 0;
+        } else if (a[0] == '-' && a[1] && !ch_run_option_takes_value(a)
+                   && ch_run_args_check(1, argv + i, &err) && strstr(err.msg, "unknown option")) {
+            /* (named here: its value would read as a second model file) */
+            rc = unknown_option("run", a);
         } else if (a[0] == '-' && a[1]) {
             rest[nrest++] = argv[i];
             if (ch_run_option_takes_value(a) && i + 1 < argc) rest[nrest++] = argv[++i];
@@ -591,7 +654,6 @@ static int cmd_run(int argc, char **argv, size_t max_nodes)
     const char *cols[CH_PLOT_SERIES_MAX + 1];
     size_t ncols = xy ? split_commas(xy, cols, CH_PLOT_SERIES_MAX + 1)
                       : vars ? split_commas(vars, cols, CH_PLOT_SERIES_MAX + 1) : 0;
-    ch_err err;
     if (rc) {
     } else if (!path) {
         rc = usage_error("run", "%s", "missing MODEL file");
