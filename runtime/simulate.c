@@ -1038,6 +1038,132 @@ static int parse_double(const char *s, double *v)
     return 0;
 }
 
+/* A constant expression of the model language, for the values of --set
+ * and --init: decimal numbers (is_decimal's), pi, + - * / ^
+ * (right-associative, above unary minus), parentheses and the language's
+ * functions (1/3, pi/2, sqrt(2)/2, 2*atan2(1,1)); no blanks, as in a
+ * number. A recursive descent over the text. */
+typedef struct {
+    const char *s;
+    int bad;
+} cexpr;
+
+static double cx_sum(cexpr *c);
+
+static int cx_eat(cexpr *c, char ch)
+{
+    if (*c->s != ch) return 0;
+    c->s++;
+    return 1;
+}
+
+static double cx_atom(cexpr *c)
+{
+    static const char *const fn[] = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                                     "sinh", "cosh", "tanh", "exp", "log", "abs", "sqrt"};
+    char word[8];
+    size_t n = 0, k;
+    double a, b = 0;
+    if (cx_eat(c, '(')) {
+        a = cx_sum(c);
+        if (!cx_eat(c, ')')) c->bad = 1;
+        return a;
+    }
+    if ((*c->s >= '0' && *c->s <= '9') || *c->s == '.') {
+        /* the longest decimal number here (no hex, inf or nan) */
+        size_t len = strspn(c->s, "0123456789");
+        char num[64];
+        if (c->s[len] == '.') len += 1 + strspn(c->s + len + 1, "0123456789");
+        if ((c->s[len] == 'e' || c->s[len] == 'E')) {
+            size_t e = len + 1 + (c->s[len + 1] == '+' || c->s[len + 1] == '-');
+            size_t d = strspn(c->s + e, "0123456789");
+            if (d) len = e + d;
+        }
+        if (len >= sizeof num) len = sizeof num - 1;
+        memcpy(num, c->s, len);
+        num[len] = 0;
+        c->s += len;
+        if (!is_decimal(num)) c->bad = 1;
+        return strtod(num, NULL);
+    }
+    while (n + 1 < sizeof word && ((c->s[n] >= 'a' && c->s[n] <= 'z') || (n && c->s[n] >= '0'
+                                                                         && c->s[n] <= '9')))
+        word[n] = c->s[n], n++;
+    word[n] = 0;
+    c->s += n;
+    if (!strcmp(word, "pi")) return 3.14159265358979323846;
+    for (k = 0; k < sizeof fn / sizeof fn[0] && strcmp(word, fn[k]); k++) continue;
+    if (k == sizeof fn / sizeof fn[0] || !cx_eat(c, '(')) {
+        c->bad = 1;
+        return 0;
+    }
+    a = cx_sum(c);
+    if (k == 6 && (!cx_eat(c, ',') || (b = cx_sum(c), 0))) c->bad = 1;
+    if (!cx_eat(c, ')')) c->bad = 1;
+    switch (k) {
+    case 0: return sin(a);
+    case 1: return cos(a);
+    case 2: return tan(a);
+    case 3: return asin(a);
+    case 4: return acos(a);
+    case 5: return atan(a);
+    case 6: return atan2(a, b);
+    case 7: return sinh(a);
+    case 8: return cosh(a);
+    case 9: return tanh(a);
+    case 10: return exp(a);
+    case 11: return log(a);
+    case 12: return fabs(a);
+    default: return sqrt(a);
+    }
+}
+
+static double cx_unary(cexpr *c);
+
+static double cx_power(cexpr *c)
+{
+    double a = cx_atom(c);
+    return cx_eat(c, '^') ? pow(a, cx_unary(c)) : a;
+}
+
+static double cx_unary(cexpr *c)
+{
+    if (cx_eat(c, '-')) return -cx_unary(c);
+    if (cx_eat(c, '+')) return cx_unary(c);
+    return cx_power(c);
+}
+
+static double cx_product(cexpr *c)
+{
+    double a = cx_unary(c);
+    for (;;) {
+        if (cx_eat(c, '*')) a *= cx_unary(c);
+        else if (cx_eat(c, '/')) a /= cx_unary(c);
+        else return a;
+    }
+}
+
+static double cx_sum(cexpr *c)
+{
+    double a = cx_product(c);
+    for (;;) {
+        if (cx_eat(c, '+')) a += cx_product(c);
+        else if (cx_eat(c, '-')) a -= cx_product(c);
+        else return a;
+    }
+}
+
+/* A --set or --init value: a decimal number (parse_double's rules) or a
+ * constant expression with a finite value. */
+static int parse_value(const char *s, double *v)
+{
+    cexpr c = {s, 0};
+    int rc = parse_double(s, v);
+    if (rc == 0 || rc == -2) return rc;
+    *v = cx_sum(&c);
+    return c.bad || *c.s || !isfinite(*v) ? -1 : 0;
+}
+
 /* What is wrong with a number parse_double refused (rc). */
 static const char *number_error(int rc)
 {
@@ -1087,10 +1213,11 @@ static int parse_assign(const chrt_system *s, const char *opt, const char *arg,
     if (!eq || eq == arg)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                     "%s expects NAME=VALUE, got '%s'", opt, arg);
-    int bad = parse_double(eq + 1, &v);
+    int bad = parse_value(eq + 1, &v);
     if (bad)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s %s: '%s' %s", opt, arg, eq + 1,
-                    number_error(bad));
+                    bad == -1 ? "is not a finite number or constant expression (1/3, pi/2)"
+                              : number_error(bad));
     /* --init is applied after all --set values are known (chrt_initial_state). */
     if (!s || strcmp(opt, "--set") != 0) return CHRT_OK;
     size_t len = (size_t)(eq - arg);
@@ -1409,9 +1536,9 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
         if (option_value(argc, argv, &i, "--init", &v)) {
             const char *eq = v ? strchr(v, '=') : NULL;
             if (!eq) continue; /* (parse_one refused it) */
+            if (parse_value(eq + 1, &init[ninit].value)) continue; /* (refused) */
             init[ninit].name = v;
-            init[ninit].len = (size_t)(eq - v);
-            init[ninit++].value = strtod(eq + 1, NULL);
+            init[ninit++].len = (size_t)(eq - v);
         } else if (chrt_option_takes_value(argv[i])) {
             i++;
         }
@@ -1451,7 +1578,8 @@ static void print_help(const chrt_system *s, const char *prog)
            "                 on stderr\n"
            "  --set p=v      parameter value; --init sets a coordinate q (moved onto\n"
            "                 holonomic constraints), a velocity q' (dependent ones\n"
-           "                 are recomputed from the constraints) or a state variable\n"
+           "                 are recomputed from the constraints) or a state variable;\n"
+           "                 v a number or a constant expression (1/3, pi/2, sqrt(2))\n"
            "  --project      after each step, coordinates onto the holonomic\n"
            "                 constraints, velocities onto the others (full form)\n"
            "  --chart-min Q  a reduced or hamilton form stops with exit 3 where its\n"

@@ -56,6 +56,13 @@ if cmp -s "$tmp/a.csv" "$tmp/b.csv"; then bad "--set g=1 did not change the run"
 if [ "$(sed -n 2p "$tmp/c.csv" | cut -d, -f1,2)" = "0,0.25" ]; then ok; else
     bad "--init x=0.25: first row $(sed -n 2p "$tmp/c.csv")"; fi
 if [ "$(wc -l <"$tmp/c.csv")" = 2 ]; then ok; else bad "--t1 0: want header + 1 row"; fi
+# values may be constant expressions of the model language
+"$bin" run "$knife" --t1 0 --init "x=pi/2" --init "y=2*atan2(1,1)-sqrt(4)^2/4" --set "c=1/3" \
+    >"$tmp/d.csv" 2>"$tmp/err" || bad "knife --init x=pi/2: $(cat "$tmp/err")"
+if [ "$(sed -n 2p "$tmp/d.csv" | cut -d, -f1,2,3)" = "0,1.5707963267948966,0.57079632679489656" ]
+then ok; else bad "--init x=pi/2: first row $(sed -n 2p "$tmp/d.csv")"; fi
+expect 2 "'pi/2x' is not a finite number or constant expression" -- run "$knife" --init "x=pi/2x"
+expect 2 "'atan2(1)' is not a finite number" -- run "$knife" --set "c=atan2(1)"
 
 # Every form starts from the same coordinates and velocities: --init sets a
 # coordinate or a velocity (momenta follow, with the --set values), and a
