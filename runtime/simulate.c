@@ -1046,6 +1046,7 @@ static int parse_double(const char *s, double *v)
 typedef struct {
     const char *s;
     int bad;
+    int depth; /* of the recursion, bounded as the language's nesting (200) */
 } cexpr;
 
 static double cx_sum(cexpr *c);
@@ -1128,9 +1129,17 @@ static double cx_power(cexpr *c)
 
 static double cx_unary(cexpr *c)
 {
-    if (cx_eat(c, '-')) return -cx_unary(c);
-    if (cx_eat(c, '+')) return cx_unary(c);
-    return cx_power(c);
+    double a;
+    if (++c->depth > 200) {
+        c->bad = 1;
+        c->s = ""; /* (nothing more is read) */
+        return 0;
+    }
+    if (cx_eat(c, '-')) a = -cx_unary(c);
+    else if (cx_eat(c, '+')) a = cx_unary(c);
+    else a = cx_power(c);
+    c->depth--;
+    return a;
 }
 
 static double cx_product(cexpr *c)
@@ -1157,7 +1166,7 @@ static double cx_sum(cexpr *c)
  * constant expression with a finite value. */
 static int parse_value(const char *s, double *v)
 {
-    cexpr c = {s, 0};
+    cexpr c = {s, 0, 0};
     int rc = parse_double(s, v);
     if (rc == 0 || rc == -2) return rc;
     *v = cx_sum(&c);
