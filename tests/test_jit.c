@@ -492,7 +492,7 @@ static void test_options(void)
     CHECK_STR(msg, "--set: unknown parameter 'c' (parameters: a, b)");
     const char *a2[] = {"--init", "q=1x"};
     CHECK(parse(2, a2, msg, sizeof msg) == CHRT_EXIT_USAGE);
-    CHECK_STR(msg, "--init q=1x: '1x' is not a finite number");
+    CHECK_STR(msg, "--init q=1x: '1x' is not a finite number or constant expression (1/3, pi/2)");
     const char *a3[] = {"--init=r'=1"};
     CHECK(parse(1, a3, msg, sizeof msg) == CHRT_EXIT_USAGE);
     CHECK_STR(msg, "--init: 'r'' is not a state variable of nat (known: q, q')");
