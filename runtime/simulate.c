@@ -1162,9 +1162,7 @@ static double cx_sum(cexpr *c)
     }
 }
 
-/* A --set or --init value: a decimal number (parse_double's rules) or a
- * constant expression with a finite value. */
-static int parse_value(const char *s, double *v)
+int chrt_parse_value(const char *s, double *v)
 {
     cexpr c = {s, 0, 0};
     int rc = parse_double(s, v);
@@ -1222,7 +1220,7 @@ static int parse_assign(const chrt_system *s, const char *opt, const char *arg,
     if (!eq || eq == arg)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE,
                     "%s expects NAME=VALUE, got '%s'", opt, arg);
-    int bad = parse_value(eq + 1, &v);
+    int bad = chrt_parse_value(eq + 1, &v);
     if (bad)
         return fail(errbuf, errlen, CHRT_EXIT_USAGE, "%s %s: '%s' %s", opt, arg, eq + 1,
                     bad == -1 ? "is not a finite number or constant expression (1/3, pi/2)"
@@ -1545,7 +1543,7 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
         if (option_value(argc, argv, &i, "--init", &v)) {
             const char *eq = v ? strchr(v, '=') : NULL;
             if (!eq) continue; /* (parse_one refused it) */
-            if (parse_value(eq + 1, &init[ninit].value)) continue; /* (refused) */
+            if (chrt_parse_value(eq + 1, &init[ninit].value)) continue; /* (refused) */
             init[ninit].name = v;
             init[ninit++].len = (size_t)(eq - v);
         } else if (chrt_option_takes_value(argv[i])) {

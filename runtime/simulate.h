@@ -229,6 +229,12 @@ int chrt_parse_args(const chrt_system *s, int argc, char **argv, chrt_args *a,
  * column has that name (a model with a coordinate E gets "E_"). */
 const char *chrt_energy_column(const chrt_system *s, char *buf, size_t size);
 
+/* A value of --set or --init: a decimal number (no blanks, hex, inf or
+ * nan) or a constant expression of the model language (1/3, pi/2,
+ * sqrt(2)/2; at most 200 levels deep) with a finite value, into *v.
+ * 0; -2 for a number that underflows to 0; -1 otherwise. */
+int chrt_parse_value(const char *s, double *v);
+
 /* An initial value as --init gives it: the state variable, coordinate q
  * or velocity q' named by the first len characters of name, and its
  * value. */

@@ -232,6 +232,10 @@ rc=$?
     && [ "$(grep -c "^error: line with the control byte 0x" "$tmp/n.err")" = 2 ] \
     && ok || bad "control bytes: exit $rc: $(cat -v "$tmp/n.err")"
 has "$tmp/n.out" "compilations: 1" "the session goes on after a refused line"
+# values as `run --set` takes them: constant expressions too
+printf 'set c=1/3 x=pi/4\nset\n' | "$bin" repl "$knife" >"$tmp/v.out" 2>&1
+has "$tmp/v.out" "c=0.33333333333333331 (set)" "set c=1/3"
+has "$tmp/v.out" "initial x=0.78539816339744828" "set x=pi/4"
 printf 'info\n' | "$bin" repl "$knife" >/dev/null 2>&1
 [ $? = 0 ] && ok || bad "a script without failures: exit 0"
 

@@ -689,6 +689,12 @@ static void test_repl_services(void)
     CHECK(ch_method_adaptive("dop853") == 1 && ch_method_adaptive("rk4") == 0
           && ch_method_adaptive("leapfrog") == -1);
     CHECK_STR(ch_method_name("dopri5"), "rk45");
+    double val;
+    ch_err perr;
+    CHECK(ch_parse_value("pi/2", &val, &perr) == 0 && val == 1.5707963267948966);
+    CHECK(ch_parse_value("-2^2", &val, &perr) == 0 && val == -4);
+    CHECK(ch_parse_value("1 ", &val, &perr) == CH_E_USAGE && ch_parse_value("0x10", &val, &perr));
+    CHECK(ch_parse_value("1e-400", &val, &perr) == CH_E_USAGE && strstr(perr.msg, "underflows"));
     CHECK(ch_method_name("leapfrog") == NULL);
     ch_err err;
     ch_problem *pb = ch_problem_parse("knife.nh", knife, strlen(knife), &err);

@@ -1021,6 +1021,15 @@ int ch_system_set_rechart(ch_system *s, int on, double chart_min, ch_err *err)
     return 0;
 }
 
+int ch_parse_value(const char *s, double *v, ch_err *err)
+{
+    NEED(s && v, "ch_parse_value: no text or output");
+    int rc = chrt_parse_value(s, v);
+    if (rc == -2) return fail(err, CH_E_USAGE, "'%s' underflows to 0 (below 4.9e-324)", s);
+    if (rc) return fail(err, CH_E_USAGE, "'%s' is not a finite number or constant expression", s);
+    return 0;
+}
+
 int ch_method_adaptive(const char *method)
 {
     int m = method ? chrt_method_parse(method) : -1;

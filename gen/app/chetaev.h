@@ -335,6 +335,11 @@ double ch_system_energy(const ch_system *s);
 int ch_system_integrate(ch_system *s, double t1, const char *method,
                         double dt, ch_err *err);
 
+/* A value as `run --set`/`--init` take it: a number, or a constant
+ * expression of the model language without blanks (1/3, pi/2,
+ * sqrt(2)/2), finite, into *v. 0, or CH_E_USAGE. */
+int ch_parse_value(const char *s, double *v, ch_err *err);
+
 /* The step of a fixed method that `chetaev run` takes without --dt. */
 #define CH_FIXED_DT 1e-3
 /* 1 for an adaptive method ("dop853", "rk45", "cvode"), 0 for a fixed

@@ -441,8 +441,8 @@ static int cmd_set(repl *r, int argc, char **argv)
         if (!valid_setting(r->pb, argv[i]))
             return complain(r, "'%s' is neither a parameter nor a coordinate, velocity "
                             "(x') or momentum (y_x) of %s", argv[i], ch_problem_name(r->pb));
-        if (parse_double(eq + 1, &v))
-            return complain(r, "'%s' is not a finite number", eq + 1);
+        ch_err e;
+        if (ch_parse_value(eq + 1, &v, &e)) return complain(r, "%s", e.msg);
         if (store_setting(r, argv[i], v)) return -1;
     }
     return 0;
