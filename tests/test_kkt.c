@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "core/eval.h"
+#include "core/matrix.h"
 #include "mech/kkt.h"
 #include "mech/mechanics.h"
 #include "tests/trailer.h"
@@ -206,34 +207,6 @@ static void test_kane(void)
     kane_large(300);
 }
 
-/* Solves the n x n system a x = b in place (partial pivoting); 0, or -1
- * where singular. */
-static int dense_solve(size_t n, double *a, double *b)
-{
-    for (size_t c = 0; c < n; c++) {
-        size_t p = c;
-        for (size_t r = c + 1; r < n; r++)
-            if (fabs(a[r * n + c]) > fabs(a[p * n + c])) p = r;
-        if (!(fabs(a[p * n + c]) > 1e-300)) return -1;
-        for (size_t j = 0; j < n; j++) {
-            double t = a[c * n + j];
-            a[c * n + j] = a[p * n + j], a[p * n + j] = t;
-        }
-        double t = b[c];
-        b[c] = b[p], b[p] = t;
-        for (size_t r = c + 1; r < n; r++) {
-            double f = a[r * n + c] / a[c * n + c];
-            for (size_t j = c; j < n; j++) a[r * n + j] -= f * a[c * n + j];
-            b[r] -= f * b[c];
-        }
-    }
-    for (size_t c = n; c-- > 0;) {
-        for (size_t j = c + 1; j < n; j++) b[c] -= a[c * n + j] * b[j];
-        b[c] /= a[c * n + c];
-    }
-    return 0;
-}
-
 /* ch_kkt_reduced against the KKT system itself: at generic points (all
  * velocities free, on the constraints or not) A^-1 f are the independent
  * accelerations of the dense solve of [M -G^T; G 0][q''; lambda] = [b; r]
@@ -276,10 +249,10 @@ static void reduced_agrees_kkt(const char *name, const char *text)
             }
             rhs[n + c] = val[ch_kkt_r(&sys, c)];
         }
-        if (dense_solve(N, a, rhs)) continue; /* (a singular point: none expected) */
+        if (ch_dense_solve(N, a, rhs, 0)) continue; /* (a singular point: none expected) */
         for (size_t j = 0; j < mi * mi; j++) A[j] = ch_eval_d(ctx, o[j], sv);
         for (size_t j = 0; j < mi; j++) f[j] = ch_eval_d(ctx, o[mi * mi + j], sv);
-        if (dense_solve(mi, A, f)) continue;
+        if (ch_dense_solve(mi, A, f, 0)) continue;
         points++;
         for (size_t r = 0; r < mi; r++) {
             double want = rhs[d->mf.indep[r]];
