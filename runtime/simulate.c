@@ -860,31 +860,6 @@ int chrt_integrate(const chrt_system **s, const chrt_options *o, double t0,
 
 /* ---- CSV -------------------------------------------------------------- */
 
-static int column_taken(const chrt_system *s, const char *name)
-{
-    size_t len = strlen(name);
-    int i;
-    if (!strcmp(name, "t")) return 1;
-    for (i = 0; i < s->nq; i++) {
-        const char *q = s->state_names[i];
-        size_t ql = strlen(q);
-        if (!strcmp(q, name) || (len == ql + 1 && name[ql] == '\'' && !strncmp(q, name, ql)))
-            return 1;
-    }
-    for (i = 0; i < s->nout; i++)
-        if (!strcmp(s->output_names[i], name)) return 1;
-    return 0;
-}
-
-const char *chrt_energy_column(const chrt_system *s, char *buf, size_t size)
-{
-    size_t len = 1;
-    if (size < 2) return "E";
-    strcpy(buf, "E");
-    while (column_taken(s, buf) && len + 1 < size) buf[len++] = '_', buf[len] = 0;
-    return buf;
-}
-
 static void put_header(const chrt_system *s, FILE *out)
 {
     int i;
@@ -1192,6 +1167,26 @@ static int find_name(const char *const *names, int n, const char *name, size_t l
     for (i = 0; i < n; i++)
         if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0) return i;
     return -1;
+}
+
+/* 1 when a CSV column the model names has this name: t, a coordinate, a
+ * velocity q' or an output. */
+static int column_taken(const chrt_system *s, const char *name)
+{
+    size_t len = strlen(name);
+    return !strcmp(name, "t") || find_name(s->state_names, s->nq, name, len) >= 0
+           || (len > 1 && name[len - 1] == '\''
+               && find_name(s->state_names, s->nq, name, len - 1) >= 0)
+           || find_name(s->output_names, s->nout, name, len) >= 0;
+}
+
+const char *chrt_energy_column(const chrt_system *s, char *buf, size_t size)
+{
+    size_t len = 1;
+    if (size < 2) return "E";
+    strcpy(buf, "E");
+    while (column_taken(s, buf) && len + 1 < size) buf[len++] = '_', buf[len] = 0;
+    return buf;
 }
 
 /* "a, b, c" into buf for error messages. */
