@@ -87,14 +87,16 @@ struct ch_system {
 
 /* ---- errors ---------------------------------------------------------------- */
 
-static void export_error(ch_err *out, const ch_error *in)
+/* in as the public error *out (may be NULL); returns its code. */
+static int export_error(ch_err *out, const ch_error *in)
 {
-    if (!out) return;
+    if (!out) return (int)in->code;
     out->code = (int)in->code;
     out->line = in->line;
     out->col = in->col;
     snprintf(out->file, sizeof out->file, "%s", in->file ? in->file : "");
     snprintf(out->msg, sizeof out->msg, "%s", in->msg);
+    return (int)in->code;
 }
 
 /* Sets a public error directly; returns code. */
@@ -291,8 +293,7 @@ int ch_problem_constraints(ch_problem *pb, double t, const double *q, const doub
 static int export_in(ch_err *out, ch_error *e, const ch_problem *pb)
 {
     if (!e->file) e->file = pb->model->file;
-    export_error(out, e);
-    return (int)e->code;
+    return export_error(out, e);
 }
 
 int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *only,
@@ -318,11 +319,11 @@ int ch_problem_write_derivation(ch_problem *pb, const char *format, const char *
     if (only && n == 0)
         rc = fail(err, CH_E_USAGE, "%s", "no section to print");
     else if (!pb->doc && ch_derivation_of(pb->der, &pb->doc, &e))
-        export_error(err, &e), rc = (int)e.code;
+        rc = export_error(err, &e);
     else if (ch_derivation_prepare(pb->doc, fmts[fi].f, n, only ? sec : NULL))
         rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
     else if (ch_derivation_fwrite(out, pb->doc, fmts[fi].f, n, only ? sec : NULL, &e))
-        export_error(err, &e), rc = (int)e.code;
+        rc = export_error(err, &e);
     free(list);
     return rc;
 }
@@ -351,12 +352,10 @@ int ch_plot_rows(char **svg, const char *title, size_t ncols, const char *const 
     ch_error e;
     ch_error_clear(&e);
     int rc = 0;
-    if (ch_table_plot(&b, &tb, title, x, ny, y, &e)) {
-        export_error(err, &e);
-        rc = (int)e.code;
-    } else if (!(*svg = ch_buf_take(&b))) {
+    if (ch_table_plot(&b, &tb, title, x, ny, y, &e))
+        rc = export_error(err, &e);
+    else if (!(*svg = ch_buf_take(&b)))
         rc = fail(err, CH_E_MEMORY, "%s", "out of memory");
-    }
     ch_buf_free(&b);
     return rc;
 }
@@ -424,10 +423,7 @@ int ch_driver_file(const char *prefix, size_t i, const char **name, char **text,
     ch_error_clear(&e);
     int r = ch_driver_runtime_file(i - 1, name, &t, len, &e);
     if (r == 1) return 1;
-    if (r) {
-        export_error(err, &e);
-        return (int)e.code;
-    }
+    if (r) return export_error(err, &e);
     if (!(*text = malloc(*len + 1))) return fail(err, CH_E_MEMORY, "%s", "out of memory");
     memcpy(*text, t, *len);
     (*text)[*len] = 0;
@@ -515,6 +511,19 @@ int ch_problem_check(ch_problem *pb, const ch_check_options *o, char **report, c
 
 /* ---- running as the command run does ----------------------------------------- */
 
+/* The form and compiler named (NULL: "reduced", "tcc"); 0, or CH_E_USAGE. */
+static int form_compiler(const char *form, const char *compiler, ch_form *f, ch_compiler *cc,
+                         ch_err *err)
+{
+    int fi = ch_form_parse(form ? form : "reduced");
+    if (fi < 0) return fail(err, CH_E_USAGE, "unknown form '%s' (full, reduced, hamilton)", form);
+    if (compiler && strcmp(compiler, "cc") && strcmp(compiler, "tcc"))
+        return fail(err, CH_E_USAGE, "unknown compiler '%s' (tcc, cc)", compiler);
+    *f = (ch_form)fi;
+    *cc = compiler && !strcmp(compiler, "cc") ? CH_COMPILER_CC : CH_COMPILER_TCC;
+    return 0;
+}
+
 int ch_run_args_check(int argc, char **argv, ch_err *err)
 {
     chrt_args a;
@@ -593,14 +602,11 @@ int ch_problem_run(ch_problem *pb, const ch_run_options *o, int argc, char **arg
         return -1;
     }
     if (o->svg) *o->svg = NULL;
-    int f = ch_form_parse(o->form ? o->form : "reduced");
-    ch_compiler cc = o->compiler && !strcmp(o->compiler, "cc") ? CH_COMPILER_CC : CH_COMPILER_TCC;
+    ch_form f;
+    ch_compiler cc;
     chrt_args args;
     char msg[600];
-    if (f < 0 || (o->compiler && strcmp(o->compiler, "cc") && strcmp(o->compiler, "tcc"))) {
-        fail(err, CH_E_USAGE, "unknown form or compiler '%s'", f < 0 ? o->form : o->compiler);
-        return -1;
-    }
+    if (form_compiler(o->form, o->compiler, &f, &cc, err)) return -1;
     if (chrt_parse_args(NULL, argc - 1, argv + 1, &args, NULL, NULL, msg, sizeof msg)) {
         fail(err, CH_E_USAGE, "%s", msg);
         return -1;
@@ -610,13 +616,13 @@ int ch_problem_run(ch_problem *pb, const ch_run_options *o, int argc, char **arg
     ch_compiled *c = NULL;
     ch_charts *charts = NULL;
     char title[200];
-    snprintf(title, sizeof title, "%s (%s form)", pb->model->name, ch_form_name((ch_form)f));
+    snprintf(title, sizeof title, "%s (%s form)", pb->model->name, ch_form_name(f));
     int rc = 0;
-    if (ch_compile_form(pb->ctx, pb->der, (ch_form)f, NULL, cc, &c, &e)) {
+    if (ch_compile_form(pb->ctx, pb->der, f, NULL, cc, &c, &e)) {
         export_in(err, &e, pb);
         rc = -1;
     } else if (!o->no_rechart && c->sys.chart_quality
-               && !(charts = ch_charts_new(pb->ctx, pb->der, (ch_form)f, cc, &c->sys,
+               && !(charts = ch_charts_new(pb->ctx, pb->der, f, cc, &c->sys,
                                            args.opt.chart_min))) {
         fail(err, CH_E_MEMORY, "%s", "out of memory");
         rc = -1;
@@ -640,18 +646,9 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
                              const char *compiler, ch_err *err)
 {
     NEED_PTR(pb, "ch_system_compile: no problem");
-    int f = ch_form_parse(form ? form : "reduced");
-    if (f < 0) {
-        fail(err, CH_E_USAGE, "unknown form '%s' (full, reduced, hamilton)", form);
-        return NULL;
-    }
-    ch_compiler cc = CH_COMPILER_TCC;
-    if (compiler && !strcmp(compiler, "cc"))
-        cc = CH_COMPILER_CC;
-    else if (compiler && strcmp(compiler, "tcc")) {
-        fail(err, CH_E_USAGE, "unknown compiler '%s' (tcc, cc)", compiler);
-        return NULL;
-    }
+    ch_form f;
+    ch_compiler cc;
+    if (form_compiler(form, compiler, &f, &cc, err)) return NULL;
     ch_system *s = calloc(1, sizeof *s);
     if (s) ch_cvode_ext_init(&s->cv);
     if (!s) {
@@ -660,13 +657,13 @@ ch_system *ch_system_compile(const ch_problem *pb, const char *form,
     }
     ch_error e;
     ch_error_clear(&e);
-    if (ch_compile_form(pb->ctx, pb->der, (ch_form)f, NULL, cc, &s->c, &e)) {
+    if (ch_compile_form(pb->ctx, pb->der, f, NULL, cc, &s->c, &e)) {
         export_error(err, &e);
         ch_system_free(s);
         return NULL;
     }
     const chrt_system *sys = s->sys = &s->c->sys;
-    s->form = (ch_form)f, s->cc = cc, s->rechart = 1, s->chart_min = CHRT_CHART_MIN;
+    s->form = f, s->cc = cc, s->rechart = 1, s->chart_min = CHRT_CHART_MIN;
     for (size_t a = 0, len = 0; a < pb->der->lag.k && len + 1 < sizeof s->chart; a++) {
         int w = snprintf(s->chart + len, sizeof s->chart - len, "%s%s'", a ? " " : "",
                          ch_sym_of(pb->model->q[pb->der->mf.dep[a]])->name);
